@@ -1,0 +1,1 @@
+"""The web layer: Starlette application, pages, WebSocket endpoints."""

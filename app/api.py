@@ -1,0 +1,162 @@
+"""The HTTP JSON API of docs/protocol.md."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from app.services import Services
+from engine import transcript
+from engine.registry import TooManySessions
+from engine.session import Session
+from engine.store import verify_token
+from models import languages
+
+MAX_TITLE = 200
+MAX_BODY = 16 * 1024
+
+
+def services_of(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+async def _json_body(request: Request) -> dict[str, Any] | JSONResponse:
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        return error(413, f"request body over {MAX_BODY} bytes")
+    try:
+        data = json.loads(body or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return error(400, "body is not valid JSON")
+    if not isinstance(data, dict):
+        return error(400, "body must be a JSON object")
+    return data
+
+
+def session_facts(session: Session, services: Services) -> dict[str, Any]:
+    record = session.record
+    return {
+        "code": record.code,
+        "title": record.title,
+        "source_language": record.source_language,
+        "target_languages": list(record.target_languages),
+        "languages": [record.source_language, *record.target_languages],
+        "state": session.state,
+        "listeners": services.hub.listener_count(record.code),
+        "listen_url": f"/s/{record.code}",
+    }
+
+
+async def create_session(request: Request) -> Response:
+    services = services_of(request)
+    data = await _json_body(request)
+    if isinstance(data, JSONResponse):
+        return data
+    title = data.get("title", "")
+    source = data.get("source_language", "en")
+    targets = data.get("target_languages", [])
+    if not isinstance(title, str) or len(title) > MAX_TITLE:
+        return error(422, f"title must be a string of at most {MAX_TITLE} characters")
+    if not isinstance(source, str) or not languages.is_known(source):
+        return error(422, f"unknown source_language {source!r}")
+    source = languages.normalise(source)
+    if not services.can_recognise(source):
+        return error(422, f"no recognition model for {source!r} is loaded on this server")
+    if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
+        return error(422, "target_languages must be a list of language codes")
+    if len(targets) > 16:
+        return error(422, "at most 16 target languages")
+    normalised: list[str] = []
+    for target in targets:
+        if not languages.is_known(target):
+            return error(422, f"unknown target language {target!r}")
+        code = languages.normalise(target)
+        if code != source and code not in normalised:
+            normalised.append(code)
+    unsupported = [t for t in normalised if t not in services.translation_targets(source)]
+    if unsupported:
+        return error(
+            422,
+            f"no translation route from {source} to {', '.join(unsupported)} on this server",
+            routes=services.translation_targets(source),
+        )
+    try:
+        session, token = await services.registry.create(
+            title.strip() or "Untitled session", source, tuple(normalised)
+        )
+    except TooManySessions as exc:
+        return error(503, str(exc))
+    code = session.code
+    return JSONResponse(
+        {
+            "id": session.record.id,
+            "code": code,
+            "presenter_token": token,
+            "present_url": f"/p/{code}#token={token}",
+            "listen_url": f"/s/{code}",
+        },
+        status_code=201,
+    )
+
+
+async def get_session(request: Request) -> Response:
+    services = services_of(request)
+    session = await services.registry.get(request.path_params["code"])
+    if session is None:
+        return error(404, "no session with that code")
+    return JSONResponse(session_facts(session, services))
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+async def end_session(request: Request) -> Response:
+    services = services_of(request)
+    session = await services.registry.get(request.path_params["code"])
+    if session is None:
+        return error(404, "no session with that code")
+    token = _bearer(request)
+    if not token:
+        return error(401, "presenter token required as Authorization: Bearer")
+    if not verify_token(session.record, token):
+        return error(403, "wrong presenter token")
+    if session.stream is not None and not session.stream.finished:
+        await session.stream.finish()
+    await session.set_state("ended")
+    return JSONResponse({"code": session.code, "state": session.state})
+
+
+async def get_transcript(request: Request) -> Response:
+    services = services_of(request)
+    session = await services.registry.get(request.path_params["code"])
+    if session is None:
+        return error(404, "no session with that code")
+    record = session.record
+    lang = request.query_params.get("lang", record.source_language)
+    fmt = request.query_params.get("format", "txt")
+    if fmt not in transcript.FORMATS:
+        return error(400, f"format must be one of {', '.join(transcript.FORMATS)}")
+    offered = [record.source_language, *record.target_languages]
+    if not languages.is_known(lang) or languages.normalise(lang) not in offered:
+        return error(400, f"language must be one of {', '.join(offered)}")
+    lang = languages.normalise(lang)
+    finals = await services.pipeline.store_pool.run(services.store.finals, session.code, lang)
+    finals = [c for c in finals if c.source == (lang == record.source_language)]
+    body, media_type = transcript.render(finals, fmt)
+    filename = f"{session.code}-{lang}.{fmt}"
+    return Response(
+        body,
+        media_type=media_type,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

@@ -1,0 +1,62 @@
+"""``interp``: the command line (``interp serve``, ``interp prepare``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from app.settings import Settings
+
+
+def _prepare(settings: Settings) -> None:
+    """Resolve and checksum every configured model (joins Whisper base's parts once)."""
+    from models.catalog import BUNDLED, resolve_whisper, silero_vad_path
+
+    print(f"vad: {silero_vad_path()}")
+    for language, spec in settings.asr_models.items():
+        if spec in BUNDLED or "/" in spec:
+            resolved = resolve_whisper(spec, settings.cache_dir)
+            print(f"asr {language}: {resolved.label} at {resolved.model}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="interp", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the web server")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--log-level", default="info")
+    sub.add_parser("prepare", help="verify and prepare the offline models")
+    args = parser.parse_args(argv)
+
+    overrides: dict[str, object] = {}
+    if getattr(args, "host", None):
+        overrides["host"] = args.host
+    if getattr(args, "port", None):
+        overrides["port"] = args.port
+    settings = Settings.from_env(**overrides)
+    if args.command == "prepare":
+        _prepare(settings)
+        return 0
+
+    import uvicorn
+
+    from app.main import create_app
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=args.log_level,
+        ws_max_size=settings.limits.max_message_bytes + 1024,
+        timeout_graceful_shutdown=30,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

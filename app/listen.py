@@ -1,0 +1,123 @@
+"""WebSocket ``/ws/listen/{code}``: one audience member following a session.
+
+The listener's events come from its hub subscription (bounded queue, overflow policy in
+engine/hub.py). A listener that cannot keep up is closed with 1013 and a reason naming the
+``since`` to reconnect with; a send that stalls past ``listener_send_timeout`` closes it
+too, so a stalled phone never holds memory or slows anyone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from app.origin import origin_allowed
+from app.services import Services
+from engine.events import to_json
+from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
+from models import languages
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    if websocket.application_state != WebSocketState.DISCONNECTED:
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await websocket.close(code=code, reason=reason[:120])
+
+
+async def _send_events(websocket: WebSocket, sub: Subscription, timeout: float) -> None:
+    try:
+        while True:
+            event = await sub.get()
+            await asyncio.wait_for(websocket.send_text(to_json(event)), timeout)
+    except ListenerTooSlow:
+        await _close(websocket, 1013, f"too far behind; reconnect with since={sub.last_seq}")
+    except TimeoutError:
+        await _close(websocket, 1013, f"send stalled; reconnect with since={sub.last_seq}")
+    except SubscriptionClosed:
+        await _close(websocket, 1001, "session closed")
+
+
+async def listen_endpoint(websocket: WebSocket) -> None:
+    services: Services = websocket.app.state.services
+    if not origin_allowed(websocket, services.settings):
+        await websocket.close(code=1008, reason="origin not allowed")
+        return
+    await websocket.accept()
+    session = await services.registry.get(websocket.path_params["code"])
+    if session is None:
+        await _close(websocket, 1008, "no session with that code")
+        return
+    params = websocket.query_params
+    offered = [session.record.source_language, *session.record.target_languages]
+    lang = params.get("lang", session.record.source_language)
+    if not languages.is_known(lang) or languages.normalise(lang) not in offered:
+        await _close(websocket, 1003, f"language must be one of {', '.join(offered)}")
+        return
+    lang = languages.normalise(lang)
+    since_text = params.get("since", "0")
+    if not since_text.isdigit() or len(since_text) > 18:
+        await _close(websocket, 1003, "since must be a non-negative integer")
+        return
+    if services.hub.listener_count(session.code) >= services.settings.max_listeners_per_session:
+        await _close(websocket, 1013, "this session has as many listeners as it allows")
+        return
+    sub = services.hub.subscribe(session.code, frozenset({lang}), int(since_text))
+    sender = asyncio.create_task(
+        _send_events(websocket, sub, services.settings.listener_send_timeout)
+    )
+    await session.announce()
+    try:
+        while not sender.done():
+            receive = asyncio.ensure_future(websocket.receive())
+            done, _ = await asyncio.wait({receive, sender}, return_when=asyncio.FIRST_COMPLETED)
+            if receive not in done:
+                receive.cancel()
+                with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
+                    await receive
+                break
+            message = receive.result()
+            if message["type"] == "websocket.disconnect":
+                break
+            reply = _control(message.get("text"), sub, offered, services)
+            if reply is not None:
+                await _close(websocket, 1003, reply)
+                break
+    finally:
+        services.hub.unsubscribe(sub)
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender
+        if session.state != "ended" or services.hub.listener_count(session.code):
+            await session.announce()
+
+
+def _control(
+    text: str | None, sub: Subscription, offered: list[str], services: Services
+) -> str | None:
+    """Apply a listener's control message; return a close reason if it is invalid."""
+    if text is None:
+        return "listeners send text messages only"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return "message is not valid JSON"
+    if not isinstance(data, dict):
+        return "message must be a JSON object"
+    kind = data.get("type")
+    if kind == "language":
+        lang = data.get("lang")
+        if not isinstance(lang, str) or not languages.is_known(lang):
+            return "unknown language"
+        lang = languages.normalise(lang)
+        if lang not in offered:
+            return f"language must be one of {', '.join(offered)}"
+        services.hub.set_languages(sub, frozenset({lang}))
+        return None
+    if kind == "audio":
+        return None if isinstance(data.get("enabled"), bool) else "audio.enabled must be a boolean"
+    if kind == "ping":
+        return None
+    return f"unknown message type {kind!r}"

@@ -1,0 +1,115 @@
+"""``create_app(settings)``: the whole application composed in one visible place."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from app import api
+from app.listen import listen_endpoint
+from app.present import present_endpoint
+from app.services import Services, TranscriberFactory, build_services, load_models, whisper_factory
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parent.parent
+templates = Jinja2Templates(directory=str(ROOT / "templates"))
+
+
+def services_of(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+async def index(request: Request) -> Response:
+    services = services_of(request)
+    langs = [{"code": lang.code, "name": lang.english_name} for lang in services.recognition_languages()]
+    return templates.TemplateResponse(
+        request, "index.html", {"languages": langs, "default_language": "en"}
+    )
+
+
+async def present_page(request: Request) -> Response:
+    services = services_of(request)
+    session = await services.registry.get(request.path_params["code"])
+    if session is None:
+        return PlainTextResponse("No session with that code.", status_code=404)
+    record = session.record
+    return templates.TemplateResponse(
+        request,
+        "present.html",
+        {
+            "code": record.code,
+            "title": record.title,
+            "source_language": record.source_language,
+            "listen_url": f"/s/{record.code}",
+        },
+    )
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    services = services_of(request)
+    if services.ready.is_set():
+        return JSONResponse({"status": "ready"})
+    body = {"status": "loading" if services.load_error is None else "failed"}
+    if services.load_error:
+        body["error"] = services.load_error
+    return JSONResponse(body, status_code=503)
+
+
+def create_app(settings: Settings | None = None, *, transcriber_factory: TranscriberFactory | None = None) -> Starlette:
+    settings = settings or Settings.from_env()
+    factory = transcriber_factory or whisper_factory
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        services = build_services(settings)
+        app.state.services = services
+        purged = services.store.purge_ended_before(time.time() - settings.retention_days * 86400)
+        if purged:
+            log.info("purged %d expired sessions", purged)
+        loader = asyncio.create_task(load_models(services, factory))
+        try:
+            yield
+        finally:
+            # Graceful shutdown: finalise every open stream so nothing said is lost.
+            for session in services.registry:
+                if session.stream is not None and not session.stream.finished:
+                    with contextlib.suppress(Exception):
+                        await session.stream.finish()
+            loader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await loader
+            services.workers.shutdown()
+            services.store.close()
+
+    routes = [
+        Route("/", index),
+        Route("/p/{code}", present_page),
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/api/sessions", api.create_session, methods=["POST"]),
+        Route("/api/sessions/{code}", api.get_session),
+        Route("/api/sessions/{code}/end", api.end_session, methods=["POST"]),
+        Route("/api/sessions/{code}/transcript", api.get_transcript),
+        WebSocketRoute("/ws/present/{code}", present_endpoint),
+        WebSocketRoute("/ws/listen/{code}", listen_endpoint),
+        Mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static"),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,157 @@
+"""WebSocket ``/ws/present/{code}``: the presenter's audio in, the session's events out.
+
+State machine: CONNECTED --start--> STREAMING --stop--> (finalise) ENDED, close 1000.
+Anything out of order closes the socket with the code and reason of docs/protocol.md; the
+server, the session and other sessions carry on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from app.origin import origin_allowed
+from app.services import Services
+from engine.events import to_json
+from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
+from engine.session import PresenterStream, Session, StreamError
+from engine.store import verify_token
+from models import languages
+
+log = logging.getLogger(__name__)
+
+MIN_RATE, MAX_RATE = 8000, 96000
+START_TIMEOUT = 15.0
+
+
+class ProtocolViolation(Exception):
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+def _parse_start(message: dict[str, Any], session: Session, services: Services) -> tuple[int, str]:
+    text = message.get("text")
+    if text is None:
+        raise ProtocolViolation(1003, "expected a text 'start' message before any audio")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise ProtocolViolation(1003, "start message is not valid JSON") from None
+    if not isinstance(data, dict) or data.get("type") != "start":
+        raise ProtocolViolation(1003, "first message must be {\"type\": \"start\", ...}")
+    token = data.get("token")
+    if not isinstance(token, str) or not verify_token(session.record, token):
+        raise ProtocolViolation(1008, "wrong presenter token")
+    if data.get("encoding", "pcm_s16le") != "pcm_s16le":
+        raise ProtocolViolation(1003, "unsupported encoding; only pcm_s16le is accepted")
+    rate = data.get("sample_rate", 16000)
+    if not isinstance(rate, int) or isinstance(rate, bool) or not MIN_RATE <= rate <= MAX_RATE:
+        raise ProtocolViolation(1003, f"sample_rate must be an integer {MIN_RATE}-{MAX_RATE}")
+    language = data.get("language", session.record.source_language)
+    if not isinstance(language, str) or not languages.is_known(language):
+        raise ProtocolViolation(1003, f"unknown language {language!r}")
+    language = languages.normalise(language)
+    if not services.can_recognise(language):
+        raise ProtocolViolation(1003, f"no recognition model for {language!r}")
+    return rate, language
+
+
+async def _forward(websocket: WebSocket, subscription: Subscription) -> None:
+    """Send the session's events to the presenter as they are published."""
+    try:
+        while True:
+            event = await subscription.get()
+            await websocket.send_text(to_json(event))
+    except (SubscriptionClosed, ListenerTooSlow, WebSocketDisconnect, RuntimeError):
+        return
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    if websocket.application_state != WebSocketState.DISCONNECTED:
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await websocket.close(code=code, reason=reason[:120])
+
+
+async def present_endpoint(websocket: WebSocket) -> None:
+    services: Services = websocket.app.state.services
+    if not origin_allowed(websocket, services.settings):
+        await websocket.close(code=1008, reason="origin not allowed")
+        return
+    await websocket.accept()
+    session = await services.registry.get(websocket.path_params["code"])
+    if session is None:
+        await _close(websocket, 1008, "no session with that code")
+        return
+    if not services.ready.is_set():
+        await _close(websocket, 1013, "models are still loading; try again shortly")
+        return
+    stream: PresenterStream | None = None
+    subscription: Subscription | None = None
+    forwarder: asyncio.Task[None] | None = None
+    try:
+        try:
+            first = await asyncio.wait_for(websocket.receive(), START_TIMEOUT)
+        except TimeoutError:
+            raise ProtocolViolation(1008, "no start message within 15 s") from None
+        if first["type"] == "websocket.disconnect":
+            return
+        rate, language = _parse_start(first, session, services)
+        live = sum(
+            1 for s in services.registry if s.stream is not None and not s.stream.finished
+        )
+        if live >= services.settings.max_live_streams:
+            raise ProtocolViolation(1013, "server is at its limit of live streams")
+        stream = session.open_stream(rate, language, services.settings.limits)
+        subscription = services.hub.subscribe(session.code, frozenset(), 0, counted=False)
+        forwarder = asyncio.create_task(_forward(websocket, subscription))
+        stream.start()
+        await websocket.send_text(json.dumps({"type": "ready", "sample_rate": 16000}))
+        await session.set_state("live")
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            data = message.get("bytes")
+            if data is not None:
+                stream.feed(data)
+                continue
+            try:
+                control = json.loads(message.get("text") or "")
+            except json.JSONDecodeError:
+                raise ProtocolViolation(1003, "text message is not valid JSON") from None
+            kind = control.get("type") if isinstance(control, dict) else None
+            if kind == "stop":
+                await stream.finish()
+                stream = None
+                # Closing the queue lets the forwarder send what it holds, then return.
+                subscription.queue.close()
+                await forwarder
+                await websocket.send_text(json.dumps({"type": "ended"}))
+                await _close(websocket, 1000, "stream finalised")
+                return
+            if kind == "start":
+                raise ProtocolViolation(1003, "stream already started")
+            if kind not in ("ping",):
+                raise ProtocolViolation(1003, f"unknown message type {kind!r}")
+    except (ProtocolViolation, StreamError) as exc:
+        await _close(websocket, exc.code, exc.reason)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        # A presenter who vanishes still gets everything said finalised for the audience.
+        if stream is not None:
+            await stream.finish()
+        if subscription is not None:
+            services.hub.unsubscribe(subscription)
+        if forwarder is not None:
+            forwarder.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await forwarder
+

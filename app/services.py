@@ -1,0 +1,111 @@
+"""What the lifespan builds and every route uses: one object, passed through ``app.state``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from app.settings import Settings
+from engine.hub import Hub, InMemoryHub
+from engine.recognizer import RecognizerConfig
+from engine.registry import SessionRegistry
+from engine.session import Pipeline
+from engine.store import SessionStore, SqliteSessionStore
+from engine.vad import SileroModel
+from engine.workers import Workers
+from models import languages
+from models.catalog import resolve_whisper, silero_vad_path
+from models.whisper import FasterWhisperTranscriber
+
+log = logging.getLogger(__name__)
+
+TranscriberFactory = Callable[[str, Settings], object]
+"""Builds the transcriber for a model setting; tests inject fakes through it."""
+
+
+def whisper_factory(spec: str, settings: Settings) -> object:
+    resolved = resolve_whisper(spec, settings.cache_dir)
+    return FasterWhisperTranscriber(resolved, cpu_threads=settings.cpu_threads)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: SessionStore
+    hub: Hub
+    workers: Workers
+    pipeline: Pipeline
+    registry: SessionRegistry
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    load_error: str | None = None
+
+    def recognition_languages(self) -> list[languages.Language]:
+        """Languages a presenter may speak with the loaded models."""
+        loaded = self.pipeline.transcribers
+        if "*" in loaded:
+            return [lang for lang in languages.all_languages() if lang.whisper]
+        return [languages.get(code) for code in loaded if languages.is_known(code)]
+
+    def can_recognise(self, code: str) -> bool:
+        loaded = self.pipeline.transcribers
+        if code in loaded:
+            return True
+        return "*" in loaded and languages.is_known(code) and bool(languages.get(code).whisper)
+
+
+    def translation_targets(self, source: str) -> list[str]:
+        """Languages a session speaking ``source`` may offer besides its own.
+
+        Translation backends arrive with the route table; until one is configured no
+        target language has a route."""
+        return []
+
+
+def build_services(settings: Settings) -> Services:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = SqliteSessionStore(settings.database)
+    hub = InMemoryHub(max_queue=settings.listener_queue)
+    workers = Workers()
+
+    def recognizer_config(language: str) -> RecognizerConfig:
+        return replace(RecognizerConfig(), language=language, refine=settings.refine)
+
+    pipeline = Pipeline(
+        transcribers={},
+        vad_model=None,  # type: ignore[arg-type]  # set by load_models
+        asr_pool=workers.pool("asr", threads=1, max_pending=32),
+        store_pool=workers.pool("store", threads=1, max_pending=1024),
+        recognizer_config=recognizer_config,
+    )
+    registry = SessionRegistry(store, hub, pipeline, max_sessions=settings.max_sessions)
+    return Services(settings, store, hub, workers, pipeline, registry)
+
+
+async def load_models(services: Services, factory: TranscriberFactory) -> None:
+    """Load, verify and warm every model once, in the model's own worker thread."""
+    settings = services.settings
+    pool = services.pipeline.asr_pool
+    try:
+        services.pipeline.vad_model = await pool.run(SileroModel, silero_vad_path())
+        specs = dict(settings.asr_models)
+        if not settings.load_multilingual:
+            specs.pop("*", None)
+        loaded: dict[str, object] = {}
+        by_spec: dict[str, object] = {}
+        for language, spec in specs.items():
+            if spec not in by_spec:
+                log.info("loading recognition model %s", spec)
+                model = await pool.run(factory, spec, settings)
+                if settings.warm_models and hasattr(model, "warm"):
+                    await pool.run(model.warm)
+                by_spec[spec] = model
+            loaded[language] = by_spec[spec]
+        services.pipeline.transcribers = loaded
+        services.ready.set()
+        log.info("models ready: %s", {k: getattr(v, "name", v) for k, v in loaded.items()})
+    except Exception as exc:
+        services.load_error = f"{type(exc).__name__}: {exc}"
+        log.exception("loading models failed")
+        raise

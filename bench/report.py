@@ -1,0 +1,294 @@
+"""The captions report: JSON (everything, per word) and Markdown (the tables), plus traces."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.alignment import WordErrors
+from bench.captions import CaptionRun, FileResult, Goals, Overall, RunSettings, overall
+from bench.metrics import CAUSAL_SLACK_S, Distribution
+from bench.reference import whisper_model_dir
+from bench.replay import Replay
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, core counts, memory, OS, Python, and the load average when the run ended
+    (other work on the machine skews the numbers)."""
+    model = platform.processor() or "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu_model": model,
+        "logical_cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_average_1_5_15m": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def _errors(errors: WordErrors) -> dict[str, int]:
+    return {
+        "substitutions": errors.substitutions,
+        "deletions": errors.deletions,
+        "insertions": errors.insertions,
+        "hits": errors.hits,
+    }
+
+
+def _wer(errors: WordErrors) -> float | None:
+    return None if errors.reference_words == 0 else errors.wer
+
+
+def _distribution(d: Distribution) -> dict[str, Any]:
+    return asdict(d)
+
+
+def file_json(result: FileResult) -> dict[str, Any]:
+    """One recording's metrics, with per-word latencies."""
+    return {
+        "recording": result.recording,
+        "audio_s": result.audio_seconds,
+        "reference_words": result.errors.reference_words,
+        "wer": _wer(result.errors),
+        "errors": _errors(result.errors),
+        "offline_wer": _wer(result.offline_errors),
+        "offline_errors": _errors(result.offline_errors),
+        "wer_ratio": result.wer_ratio,
+        "draft_latency_s": _distribution(result.draft_latency),
+        "final_latency_s": _distribution(result.final_latency),
+        "words_never_shown": result.latencies.never_shown,
+        "words_never_final": result.latencies.never_final,
+        "time_to_first_caption_s": result.time_to_first_caption_s,
+        "end_lag_s": result.end_lag_s,
+        "erasure": result.erasure.normalised,
+        "retracted_words": result.erasure.retracted_words,
+        "final_words": result.erasure.final_words,
+        "wall_s": result.wall_seconds,
+        "real_time_factor": result.real_time_factor,
+        "server_cpu_s": result.server_cpu_seconds,
+        "cpu_per_audio_s": result.cpu_per_audio_second,
+        "caption_events": {"draft": result.draft_events, "final": result.final_events},
+        "segments": result.segments,
+        "hypothesis": result.hypothesis,
+        "offline_hypothesis": result.offline_hypothesis,
+        "words": [
+            {
+                "word": word.text,
+                "start": word.start,
+                "end": word.end,
+                "draft_latency_s": shown,
+                "final_latency_s": final,
+            }
+            for word, shown, final in zip(
+                result.reference, result.latencies.shown, result.latencies.final, strict=True
+            )
+        ],
+    }
+
+
+def overall_json(summary: Overall, files: int) -> dict[str, Any]:
+    """The metrics over all recordings."""
+    return {
+        "files": files,
+        "audio_s": summary.audio_seconds,
+        "reference_words": summary.errors.reference_words,
+        "wer": _wer(summary.errors),
+        "errors": _errors(summary.errors),
+        "offline_wer": _wer(summary.offline_errors),
+        "offline_errors": _errors(summary.offline_errors),
+        "wer_ratio": summary.wer_ratio,
+        "draft_latency_s": _distribution(summary.draft_latency),
+        "final_latency_s": _distribution(summary.final_latency),
+        "words_never_shown": summary.never_shown,
+        "words_never_final": summary.never_final,
+        "time_to_first_caption_s": _distribution(summary.time_to_first_caption),
+        "end_lag_s": _distribution(summary.end_lag),
+        "erasure": summary.erasure.normalised,
+        "retracted_words": summary.erasure.retracted_words,
+        "final_words": summary.erasure.final_words,
+        "wall_s": summary.wall_seconds,
+        "real_time_factor": summary.real_time_factor,
+        "server_cpu_s": summary.server_cpu_seconds,
+        "cpu_per_audio_s": summary.cpu_per_audio_second,
+    }
+
+
+def goals_met(summary: Overall, goals: Goals) -> dict[str, bool | None]:
+    """Whether each goal is met overall (``None`` when it could not be measured)."""
+    draft, final, wer_ratio = (
+        summary.draft_latency.p50,
+        summary.final_latency.p50,
+        summary.wer_ratio,
+    )
+    return {
+        "draft_latency_p50": None if draft is None else draft <= goals.draft_latency_p50_s,
+        "final_latency_p50": None if final is None else final <= goals.final_latency_p50_s,
+        "wer_ratio": None if wer_ratio is None else wer_ratio <= goals.wer_ratio_max,
+    }
+
+
+def report_json(
+    run: CaptionRun, settings: RunSettings, summary: Overall, goals: Goals, command: str
+) -> dict[str, Any]:
+    """The whole report as JSON-ready data."""
+    return {
+        "benchmark": "captions",
+        "mode": settings.mode,
+        "command": command,
+        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "server": {
+            "url": run.server_url,
+            "started_by_bench": run.server_started,
+            "log": str(run.server_log) if run.server_log else None,
+            "cpu_measured": summary.server_cpu_seconds is not None,
+        },
+        "offline_baseline": {
+            **asdict(settings.decode),
+            "model_dir": str(whisper_model_dir(settings.decode.model)),
+        },
+        "normalisation": "docs/metrics.md#normalisation",
+        "causal_slack_s": CAUSAL_SLACK_S,
+        "goals": asdict(goals),
+        "goals_met": goals_met(summary, goals),
+        "overall": overall_json(summary, len(run.results)),
+        "files": [file_json(r) for r in run.results],
+    }
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _pair(d: Distribution) -> str:
+    return f"{_f(d.p50)} / {_f(d.p95)}"
+
+
+def _mark(met: bool | None) -> str:
+    return {True: "yes", False: "**no**", None: "–"}[met]
+
+
+def report_markdown(report: dict[str, Any], run: CaptionRun, summary: Overall) -> str:
+    """The report's tables in Markdown."""
+    goals, met, machine = report["goals"], report["goals_met"], report["machine"]
+    lines = [
+        f"# Live captions benchmark, {report['mode']} replay",
+        "",
+        f"- Command: `{report['command']}`",
+        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores "
+        f"({machine['logical_cores']} logical), {machine['memory_gib']} GiB, "
+        f"{machine['platform']}, Python {machine['python']}; load average at the end "
+        f"(1/5/15 min): {' / '.join(str(x) for x in machine['load_average_1_5_15m'])}",
+        f"- Date (UTC): {report['created_utc']}",
+        f"- Offline baseline and reference word times: {report['offline_baseline']['model']}, "
+        f"beam {report['offline_baseline']['beam_size']}, whole file",
+        "- Text normalised as in docs/metrics.md (lowercase, no punctuation, no fillers, "
+        "numbers 0-9999 spelled out)",
+        "",
+        "## Goals (overall)",
+        "",
+        "| metric | goal | measured | met |",
+        "|---|---|---|---|",
+        f"| draft latency p50 (s) | <= {goals['draft_latency_p50_s']} "
+        f"| {_f(summary.draft_latency.p50)} | {_mark(met['draft_latency_p50'])} |",
+        f"| final latency p50 (s) | <= {goals['final_latency_p50_s']} "
+        f"| {_f(summary.final_latency.p50)} | {_mark(met['final_latency_p50'])} |",
+        f"| WER streaming / offline | <= {goals['wer_ratio_max']} "
+        f"| {_f(summary.wer_ratio)} | {_mark(met['wer_ratio'])} |",
+        "",
+        "## Per file",
+        "",
+        "| recording | audio s | WER | offline WER | ratio | draft p50 / p95 s "
+        "| final p50 / p95 s | never shown / final | first caption s | end lag s "
+        "| erasure | RTF | CPU s per audio s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in run.results:
+        lines.append(
+            f"| {r.recording} | {_f(r.audio_seconds, 1)} | {_f(_wer(r.errors), 3)} "
+            f"| {_f(_wer(r.offline_errors), 3)} | {_f(r.wer_ratio)} | {_pair(r.draft_latency)} "
+            f"| {_pair(r.final_latency)} | {r.latencies.never_shown} / {r.latencies.never_final} "
+            f"| {_f(r.time_to_first_caption_s)} | {_f(r.end_lag_s)} "
+            f"| {_f(r.erasure.normalised, 3)} | {_f(r.real_time_factor, 3)} "
+            f"| {_f(r.cpu_per_audio_second, 3)} |"
+        )
+    lines.append(
+        f"| **overall** | {_f(summary.audio_seconds, 1)} | {_f(_wer(summary.errors), 3)} "
+        f"| {_f(_wer(summary.offline_errors), 3)} | {_f(summary.wer_ratio)} "
+        f"| {_pair(summary.draft_latency)} | {_pair(summary.final_latency)} "
+        f"| {summary.never_shown} / {summary.never_final} "
+        f"| {_f(summary.time_to_first_caption.p50)} (median) "
+        f"| {_f(summary.end_lag.p50)} (median) | {_f(summary.erasure.normalised, 3)} "
+        f"| {_f(summary.real_time_factor, 3)} | {_f(summary.cpu_per_audio_second, 3)} |"
+    )
+    lines += [
+        "",
+        "Latency p50 / p95 are over all reference words (overall: all words of all files). "
+        "WER overall = total errors / total reference words. RTF = wall time from the first "
+        "audio chunk to `ended`, divided by audio duration"
+        + (
+            "; in realtime mode it is about 1 by construction."
+            if report["mode"] == "realtime"
+            else "; in fast mode latencies include queueing behind the whole file."
+        ),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def trace_json(recorded: Replay) -> dict[str, Any]:
+    """One replay's raw record, times in seconds since ``start`` was sent."""
+    t0 = recorded.start_sent
+    return {
+        "recording": recorded.recording,
+        "mode": recorded.mode,
+        "session_code": recorded.session_code,
+        "ready_at": recorded.ready_at - t0,
+        "stop_sent": recorded.stop_sent - t0,
+        "ended_at": recorded.ended_at - t0,
+        "server_cpu_s": recorded.server_cpu_seconds,
+        "binary_messages": recorded.binary_messages,
+        "sample_rate": recorded.schedule.sample_rate,
+        "chunks": [
+            [end, sent - t0]
+            for end, sent in zip(
+                recorded.schedule.chunk_end_samples, recorded.schedule.send_times, strict=True
+            )
+        ],
+        "received": [[r.arrival - t0, r.message] for r in recorded.received],
+    }
+
+
+def write_report(
+    run: CaptionRun, settings: RunSettings, goals: Goals, command: str
+) -> tuple[Path, Path, str]:
+    """Write ``captions-<mode>.json`` and ``.md`` (and one trace per recording under
+    ``traces/``) into ``settings.out``; return both paths and the Markdown."""
+    summary = overall(run.results)
+    report = report_json(run, settings, summary, goals, command)
+    markdown = report_markdown(report, run, summary)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    json_path = settings.out / f"captions-{settings.mode}.json"
+    md_path = settings.out / f"captions-{settings.mode}.md"
+    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    md_path.write_text(markdown, encoding="utf-8")
+    traces = settings.out / "traces"
+    traces.mkdir(exist_ok=True)
+    for recorded in run.replays:
+        path = traces / f"captions-{settings.mode}-{recorded.recording}.json"
+        path.write_text(json.dumps(trace_json(recorded)) + "\n", encoding="utf-8")
+    return json_path, md_path, markdown

@@ -1,0 +1,33 @@
+"""Fixtures shared by tests/ and e2e/."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import EVAL, ServerProcess
+
+
+@pytest.fixture(scope="session")
+def eval_dir() -> Iterator[object]:
+    if not EVAL.is_dir():
+        pytest.skip(f"evaluation recordings not found at {EVAL} (set INTERP_SHARED_DIR)")
+    yield EVAL
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One real server (uvicorn, real models) shared by the integration tests. Presenters
+    may send audio up to 8x real time here so recordings replay quickly."""
+    proc = ServerProcess(
+        tmp_path_factory.mktemp("server"), env={"INTERP_MAX_AUDIO_SPEED": "8"}
+    ).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def live_server(server: ServerProcess) -> str:
+    """The base URL of the shared real server, e.g. ``http://127.0.0.1:PORT``."""
+    return server.url

@@ -1,0 +1,196 @@
+"""Fixtures for the real-browser tests: Debian's Chromium driven by Playwright.
+
+Chromium gets a fake microphone that plays a real recording (`fake_audio`), so a test hears
+exactly what a presenter would have said. The server under test comes from the session-scoped
+`live_server` fixture in the repository's root conftest.py (a real uvicorn with real models).
+"""
+
+from __future__ import annotations
+
+import wave
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Error,
+    Page,
+    Playwright,
+    Request,
+    Route,
+    sync_playwright,
+)
+
+CHROMIUM = Path("/usr/bin/chromium")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+EVAL_EN = Path("/work/shared/eval/longform/en")
+
+# The first 31.0 s of LibriVox Sonnet 1: the spoken number and the first eight verse lines
+# (the octave). 31.0 s lies inside the 30.3-31.1 s pause before "Thou that art now..." (measured
+# frame energy below -41 dBFS there), so no word is cut.
+SONNET_WAV = EVAL_EN / "librivox_shakespeare_sonnet_001.wav"
+SONNET_REF = EVAL_EN / "librivox_shakespeare_sonnet_001.txt"
+SONNET_CUT_S = 31.0
+SONNET_REF_LINES = 9
+
+
+@dataclass(frozen=True)
+class FakeAudio:
+    """A WAV file Chromium plays once as its microphone, and what is said in it."""
+
+    path: Path
+    duration_s: float
+    reference: str
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip browser tests, before any fixture (and any model) loads, when Chromium is missing."""
+    if CHROMIUM.exists():
+        return
+    skip = pytest.mark.skip(reason=f"{CHROMIUM} is missing (apt-get install chromium)")
+    for item in items:
+        if item.get_closest_marker("browser") is not None:
+            item.add_marker(skip)
+
+
+def write_trimmed_wav(source: Path, target: Path, seconds: float, fade_s: float = 0.05) -> float:
+    """Copy the first `seconds` of a 16-bit PCM WAV with a short fade-out; return its duration."""
+    with wave.open(str(source), "rb") as reader:
+        params = reader.getparams()
+        if params.sampwidth != 2:
+            raise ValueError(f"{source}: expected 16-bit PCM, got {params.sampwidth * 8}-bit")
+        frames = min(params.nframes, round(seconds * params.framerate))
+        data = bytearray(reader.readframes(frames))
+    fade = min(frames, round(fade_s * params.framerate))
+    step = params.nchannels * 2
+    for i in range(fade):
+        gain = (fade - i) / fade
+        for channel in range(params.nchannels):
+            offset = (frames - fade + i) * step + channel * 2
+            sample = int.from_bytes(data[offset : offset + 2], "little", signed=True)
+            data[offset : offset + 2] = round(sample * gain).to_bytes(2, "little", signed=True)
+    with wave.open(str(target), "wb") as writer:
+        writer.setparams(params)
+        writer.writeframes(bytes(data))
+    return frames / params.framerate
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    """test-artifacts/ at the repository root (screenshots, console logs)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def fake_audio(tmp_path_factory: pytest.TempPathFactory) -> FakeAudio:
+    """Sonnet 1's octave as a fake microphone, with its human reference text."""
+    target = tmp_path_factory.mktemp("fake-audio") / "sonnet_001_octave.wav"
+    duration = write_trimmed_wav(SONNET_WAV, target, SONNET_CUT_S)
+    lines = SONNET_REF.read_text(encoding="utf-8").splitlines()
+    reference = "\n".join(lines[:SONNET_REF_LINES])
+    return FakeAudio(path=target, duration_s=duration, reference=reference)
+
+
+@pytest.fixture(scope="session")
+def playwright_instance() -> Iterator[Playwright]:
+    """One Playwright driver for the whole run."""
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+def chromium_args(audio: FakeAudio) -> list[str]:
+    """Flags for a headless Chromium whose microphone plays `audio` once (`%noloop`)."""
+    return [
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={audio.path}%noloop",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--autoplay-policy=no-user-gesture-required",
+    ]
+
+
+@pytest.fixture
+def browser(playwright_instance: Playwright, fake_audio: FakeAudio) -> Iterator[Browser]:
+    """A fresh Chromium per test: the fake microphone starts from the top of the file."""
+    browser = playwright_instance.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=chromium_args(fake_audio)
+    )
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+# What the pages must work under (and what the server is expected to send later): no inline
+# script, style or event-handler attributes anywhere. Added to every HTML response in these tests,
+# so a violation shows up as a console error and fails the test.
+STRICT_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; media-src 'self' blob:; worker-src 'self'; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+@dataclass
+class ConsoleLog:
+    """Everything the page printed, and the errors among it (uncaught exceptions, CSP reports)."""
+
+    lines: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def write(self, path: Path) -> None:
+        """Save the log next to the screenshots."""
+        path.write_text("\n".join(self.lines) + "\n", encoding="utf-8")
+
+
+def add_strict_csp(route: Route, request: Request) -> None:
+    """Pass documents through with STRICT_CSP added; everything else untouched."""
+    if request.resource_type != "document":
+        route.continue_()
+        return
+    response = route.fetch()
+    headers = {**response.headers, "content-security-policy": STRICT_CSP}
+    route.fulfill(response=response, headers=headers)
+
+
+@pytest.fixture
+def console_log() -> ConsoleLog:
+    """The console of the test's page."""
+    return ConsoleLog()
+
+
+@pytest.fixture
+def page(browser: Browser, console_log: ConsoleLog) -> Iterator[Page]:
+    """A laptop-sized page under STRICT_CSP, its console captured in `console_log`."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    # A document fulfilled by a route has no IP address space, so Chromium's Local Network
+    # Access checks would block its WebSocket to 127.0.0.1; grant what a user would allow.
+    context.grant_permissions(["local-network-access"])
+    context.route("**/*", add_strict_csp)
+    page = context.new_page()
+
+    def on_console(message: ConsoleMessage) -> None:
+        console_log.lines.append(f"{message.type}: {message.text}")
+        if message.type == "error":
+            console_log.errors.append(message.text)
+
+    def on_page_error(error: Error) -> None:
+        console_log.lines.append(f"pageerror: {error}")
+        console_log.errors.append(str(error))
+
+    page.on("console", on_console)
+    page.on("pageerror", on_page_error)
+    try:
+        yield page
+    finally:
+        context.close()

@@ -1,0 +1,1 @@
+"""The streaming pipeline, free of web code."""

@@ -1,0 +1,36 @@
+"""The speech-recognition interface the pipeline depends on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from engine.audio import Samples
+from engine.events import Word
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeOptions:
+    """How to decode one window of audio.
+
+    Temperature fallback is always off: retries at higher temperatures made hard clips
+    slower than real time on this class of machine; loops are guarded in the policy instead.
+    """
+
+    language: str | None = None
+    task: Literal["transcribe", "translate"] = "transcribe"
+    beam_size: int = 1
+    prompt: str | None = None
+    word_timestamps: bool = True
+    max_new_tokens: int | None = None
+
+
+class Transcriber(Protocol):
+    """A speech recogniser for one model. Called from a worker thread, one call at a time."""
+
+    name: str
+    multilingual: bool
+
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
+        """Words of ``audio`` (16 kHz mono float32) with times relative to its first sample."""
+        ...

@@ -1,0 +1,103 @@
+"""Typed events that flow from a session's pipeline to its log, hub and clients.
+
+Every event a client sees is one of these frozen dataclasses. ``seq`` is assigned by the
+session log when the event is appended (session-wide, strictly increasing); an event built
+by a pipeline stage carries ``seq=0`` until then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+CaptionState = Literal["draft", "final"]
+SessionState = Literal["waiting", "live", "ended"]
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One recognised word with its time span in seconds of session audio."""
+
+    text: str
+    start: float
+    end: float
+    probability: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Caption:
+    """Recognised speech (``source=True``) or its translation for one segment.
+
+    Drafts of a segment are replaced by later drafts and by its final; a final never changes.
+    ``stable`` is how many leading characters of a draft will not change any more.
+    """
+
+    segment: int
+    lang: str
+    source: bool
+    state: CaptionState
+    text: str
+    start: float
+    end: float
+    seq: int = 0
+    stable: int = 0
+    type: Literal["caption"] = "caption"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state == "final"
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """The session moved to ``state``; ``listeners`` is the current audience size."""
+
+    state: SessionState
+    listeners: int = 0
+    seq: int = 0
+    type: Literal["state"] = "state"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """A problem the audience should see; the session keeps going."""
+
+    message: str
+    seq: int = 0
+    type: Literal["error"] = "error"
+
+
+Event = Caption | StateChange | ErrorEvent
+
+
+def with_seq(event: Event, seq: int) -> Event:
+    """Return ``event`` numbered with ``seq``."""
+    return dataclasses.replace(event, seq=seq)
+
+
+def to_dict(event: Event) -> dict[str, Any]:
+    """The wire form of an event (see docs/protocol.md)."""
+    data = dataclasses.asdict(event)
+    if isinstance(event, Caption):
+        data["start"] = round(event.start, 3)
+        data["end"] = round(event.end, 3)
+    return data
+
+
+def to_json(event: Event) -> str:
+    return json.dumps(to_dict(event), ensure_ascii=False, separators=(",", ":"))
+
+
+def from_dict(data: dict[str, Any]) -> Event:
+    """Inverse of :func:`to_dict` (used by stores and the Redis hub)."""
+    kind = data.get("type")
+    fields = {k: v for k, v in data.items() if k != "type"}
+    if kind == "caption":
+        return Caption(**fields)
+    if kind == "state":
+        return StateChange(**fields)
+    if kind == "error":
+        return ErrorEvent(**fields)
+    raise ValueError(f"unknown event type {kind!r}")

@@ -1,0 +1,241 @@
+"""Fan-out of a session's events to its listeners, with backfill.
+
+A session publishes each event once; the hub numbers it (``seq``), keeps it in the session's
+log and offers it to every subscriber's bounded queue. Publishing never waits for a listener.
+
+Listener queue overflow policy (:class:`ListenerQueue`):
+- a newer draft of a (segment, language) replaces the older one still queued;
+- a final removes the queued drafts of its segment and language, and is never dropped;
+- a listener with more than ``max_events`` events waiting is too far behind: its queue is
+  closed and the socket is closed with a reason; the client reconnects with ``since`` and
+  backfills from the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from engine.events import Caption, Event, StateChange, with_seq
+
+
+class ListenerTooSlow(Exception):
+    """The listener fell too far behind; reconnect with ``since`` to backfill."""
+
+
+class SubscriptionClosed(Exception):
+    """The subscription was closed (session dropped or listener left)."""
+
+
+def wants(event: Event, langs: frozenset[str]) -> bool:
+    """Whether a listener reading ``langs`` receives ``event``: every source caption (for the
+    bilingual view), translations in its languages, and every non-caption event."""
+    if isinstance(event, Caption):
+        return event.source or event.lang in langs
+    return True
+
+
+class ListenerQueue:
+    """A bounded queue of events for one listener (policy in the module docstring)."""
+
+    def __init__(self, max_events: int = 1000) -> None:
+        self.max_events = max_events
+        self._items: deque[Event] = deque()
+        self._ready = asyncio.Event()
+        self._overflowed = False
+        self._closed = False
+        self.replaced_drafts = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, event: Event) -> None:
+        if self._overflowed or self._closed:
+            return
+        if isinstance(event, Caption):
+            key = (event.segment, event.lang)
+            stale = [
+                item
+                for item in self._items
+                if isinstance(item, Caption)
+                and not item.is_final
+                and (item.segment, item.lang) == key
+            ]
+            for item in stale:
+                self._items.remove(item)
+                self.replaced_drafts += 1
+        self._items.append(event)
+        if len(self._items) > self.max_events:
+            self._overflowed = True
+            self._items.clear()
+        self._ready.set()
+
+    async def get(self) -> Event:
+        while not self._items:
+            if self._overflowed:
+                raise ListenerTooSlow("too far behind")
+            if self._closed:
+                raise SubscriptionClosed()
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+    def close(self) -> None:
+        self._closed = True
+        self._ready.set()
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One listener's view of a session."""
+
+    code: str
+    langs: frozenset[str]
+    queue: ListenerQueue = field(default_factory=ListenerQueue)
+    last_seq: int = 0
+    counted: bool = True
+
+    async def get(self) -> Event:
+        event = await self.queue.get()
+        self.last_seq = max(self.last_seq, event.seq)
+        return event
+
+    def offer(self, event: Event) -> None:
+        if wants(event, self.langs):
+            self.queue.put(event)
+
+
+class SessionLog:
+    """The numbered history of one session: every final, the newest draft of each open
+    (segment, language), and the newest state. Enough to backfill any listener."""
+
+    def __init__(self, last_seq: int = 0, finals: Iterable[Caption] = ()) -> None:
+        self.seq = last_seq
+        self.finals: list[Caption] = sorted(finals, key=lambda c: c.seq)
+        self._closed_segments: set[tuple[int, str]] = {(c.segment, c.lang) for c in self.finals}
+        self._drafts: dict[tuple[int, str], Caption] = {}
+        self.state: StateChange | None = None
+
+    def number(self, event: Event) -> Event:
+        """Give ``event`` the next ``seq`` (the session is this log's only writer)."""
+        self.seq += 1
+        return with_seq(event, self.seq)
+
+    def append(self, numbered: Event) -> Event:
+        """Keep an already numbered event."""
+        if numbered.seq <= 0:
+            raise ValueError("append takes numbered events; use number() first")
+        self.seq = max(self.seq, numbered.seq)
+        if isinstance(numbered, Caption):
+            key = (numbered.segment, numbered.lang)
+            if numbered.is_final:
+                self.finals.append(numbered)
+                self._closed_segments.add(key)
+                self._drafts.pop(key, None)
+            elif key not in self._closed_segments:
+                self._drafts[key] = numbered
+        elif isinstance(numbered, StateChange):
+            self.state = numbered
+        return numbered
+
+    def replay(self, since: int, langs: frozenset[str]) -> list[Event]:
+        """What a listener that has seen everything up to ``since`` needs, in seq order."""
+        events: list[Event] = [c for c in self.finals if c.seq > since and wants(c, langs)]
+        events.extend(d for d in self._drafts.values() if d.seq > since and wants(d, langs))
+        if self.state is not None and self.state.seq > since:
+            events.append(self.state)
+        return sorted(events, key=lambda e: e.seq)
+
+
+class Hub(Protocol):
+    """Where sessions publish and listeners subscribe (in-process, or Redis across nodes)."""
+
+    def open(self, code: str, last_seq: int = 0, finals: Iterable[Caption] = ()) -> None:
+        """Make ``code`` known, resuming numbering and history after a restart."""
+        ...
+
+    def number(self, code: str, event: Event) -> Event:
+        """Give ``event`` its session-wide ``seq`` (before it is stored)."""
+        ...
+
+    def publish(self, code: str, event: Event) -> None:
+        """Log a numbered event and offer it to every subscriber; never waits."""
+        ...
+
+    def subscribe(
+        self, code: str, langs: frozenset[str], since: int = 0, *, counted: bool = True
+    ) -> Subscription:
+        """A subscription whose queue already holds the backfill after ``since``;
+        ``counted=False`` for the presenter's own view (not an audience member)."""
+        ...
+
+    def unsubscribe(self, subscription: Subscription) -> None: ...
+
+    def set_languages(self, subscription: Subscription, langs: frozenset[str]) -> None:
+        """Switch a listener's languages, backfilling the finals in the new ones."""
+        ...
+
+    def listener_count(self, code: str) -> int: ...
+
+    def drop(self, code: str) -> None:
+        """Forget a session (expired); its subscribers are closed."""
+        ...
+
+
+class InMemoryHub:
+    """The single-process hub."""
+
+    def __init__(self, max_queue: int = 1000) -> None:
+        self._logs: dict[str, SessionLog] = {}
+        self._subs: dict[str, set[Subscription]] = {}
+        self.max_queue = max_queue
+
+    def open(self, code: str, last_seq: int = 0, finals: Iterable[Caption] = ()) -> None:
+        if code not in self._logs:
+            self._logs[code] = SessionLog(last_seq, finals)
+            self._subs[code] = set()
+
+    def log(self, code: str) -> SessionLog:
+        return self._logs[code]
+
+    def number(self, code: str, event: Event) -> Event:
+        return self._logs[code].number(event)
+
+    def publish(self, code: str, event: Event) -> None:
+        self._logs[code].append(event)
+        for sub in self._subs[code]:
+            sub.offer(event)
+
+    def subscribe(
+        self, code: str, langs: frozenset[str], since: int = 0, *, counted: bool = True
+    ) -> Subscription:
+        sub = Subscription(code, langs, ListenerQueue(self.max_queue), since, counted)
+        for event in self._logs[code].replay(since, langs):
+            sub.queue.put(event)
+        self._subs[code].add(sub)
+        return sub
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        subs = self._subs.get(subscription.code)
+        if subs is not None:
+            subs.discard(subscription)
+        subscription.queue.close()
+
+    def set_languages(self, subscription: Subscription, langs: frozenset[str]) -> None:
+        added = langs - subscription.langs
+        subscription.langs = langs
+        if added:
+            for event in self._logs[subscription.code].replay(0, added):
+                if isinstance(event, Caption) and not event.source and event.lang in added:
+                    subscription.queue.put(event)
+
+    def listener_count(self, code: str) -> int:
+        return sum(1 for sub in self._subs.get(code, ()) if sub.counted)
+
+    def drop(self, code: str) -> None:
+        for sub in self._subs.pop(code, set()):
+            sub.queue.close()
+        self._logs.pop(code, None)

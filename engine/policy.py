@@ -1,0 +1,153 @@
+"""The streaming ASR policy: pure functions and state, no model, no I/O.
+
+LocalAgreement-2 (Macháček et al., whisper_streaming): each step re-decodes the open
+segment's audio; the longest common prefix of two consecutive hypotheses is committed, and
+committed words never change inside the segment. A repetition guard cuts decoder loops out of
+every hypothesis before it can be committed or fed back as a prompt.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from engine.events import Word
+
+_PUNCT = re.compile(r"[^\w']+", re.UNICODE)
+SENTENCE_END = (".", "?", "!", "…", "。", "？", "！")
+
+
+def word_key(text: str) -> str:
+    """How two hypotheses' words are compared: case and punctuation do not matter."""
+    return _PUNCT.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+def join_words(words: Sequence[Word]) -> str:
+    """Join word texts as Whisper emits them (each word carries its leading space)."""
+    return "".join(w.text for w in words).strip()
+
+
+def ends_sentence(word: Word) -> bool:
+    return word.text.rstrip().endswith(SENTENCE_END)
+
+
+def guard_repetitions(words: Sequence[Word], max_ngram: int = 8) -> list[Word]:
+    """Cut a decoder loop: keep one copy of an n-gram that repeats back to back.
+
+    A loop is a word or word pair repeated three times in a row, or a phrase of three or
+    more words repeated twice in a row. Everything from the second copy on is dropped, because
+    a looping decoder rarely recovers within the same window.
+    """
+    keys = [word_key(w.text) for w in words]
+    for i in range(len(keys)):
+        for n in range(1, max_ngram + 1):
+            copies = 3 if n < 3 else 2
+            end = i + n * copies
+            if end > len(keys):
+                break
+            gram = keys[i : i + n]
+            if not all(gram):
+                continue
+            if all(keys[i + k * n : i + (k + 1) * n] == gram for k in range(1, copies)):
+                return list(words[: i + n])
+    return list(words)
+
+
+def guard_text(text: str, max_chars: int) -> str:
+    """A prompt from recent final text: loops removed, at most ``max_chars`` characters
+    cut at a word boundary."""
+    fake = [Word(" " + t, 0.0, 0.0) for t in text.split()]
+    cleaned = join_words(guard_repetitions(fake))
+    if len(cleaned) <= max_chars:
+        return cleaned
+    cut = cleaned[-max_chars:]
+    space = cut.find(" ")
+    return cut[space + 1 :] if space >= 0 else cut
+
+
+def anchor_to_hint(refined: Sequence[Word], hint: Sequence[Word], slack: int = 1) -> list[Word]:
+    """Keep a refined decode from inventing a tail the streaming hypotheses never heard.
+
+    The refine pass may correct words, but text it adds after the last word it shares with
+    the hint (the segment's streamed words) is Whisper's trailing-silence invention ("Thank
+    you for watching."). Refined words after that last shared word are kept only up to the
+    number of hint words after it, plus ``slack``. With no hint the decode is kept as is.
+    """
+    if not hint or not refined:
+        return list(refined)
+    a = [word_key(w.text) for w in refined]
+    b = [word_key(w.text) for w in hint]
+    blocks = [m for m in SequenceMatcher(a=a, b=b, autojunk=False).get_matching_blocks() if m.size]
+    if not blocks:
+        return list(refined)
+    last = blocks[-1]
+    refined_end = last.a + last.size
+    hint_after = len(b) - (last.b + last.size)
+    return list(refined[: refined_end + hint_after + slack])
+
+
+@dataclass(slots=True)
+class LocalAgreement:
+    """LocalAgreement-2 for one segment.
+
+    ``committed`` words are stable; ``tail`` is the newest hypothesis beyond them (a draft).
+    Hypotheses are lists of words with absolute times covering the segment from its start.
+    """
+
+    committed: list[Word] = field(default_factory=list)
+    tail: list[Word] = field(default_factory=list)
+    _previous: list[Word] = field(default_factory=list)
+
+    def _beyond_committed(self, hypothesis: Sequence[Word]) -> list[Word]:
+        """The part of a whole-segment hypothesis that follows the committed words.
+
+        The hypothesis normally repeats the committed words first; match them word by word.
+        If it diverges inside the committed part, fall back to time: keep the words that end
+        after the last committed word (less ~0.1 s of timestamp jitter), then drop an n-gram
+        overlap with the committed end.
+        """
+        n = len(self.committed)
+        keys = [word_key(w.text) for w in hypothesis]
+        if keys[:n] == [word_key(w.text) for w in self.committed]:
+            return list(hypothesis[n:])
+        if not self.committed:
+            return list(hypothesis)
+        last_end = self.committed[-1].end
+        rest = [w for w in hypothesis if w.end > last_end + 0.1 or w.start >= last_end - 0.05]
+        committed_keys = [word_key(w.text) for w in self.committed]
+        rest_keys = [word_key(w.text) for w in rest]
+        for k in range(min(5, len(rest), len(committed_keys)), 0, -1):
+            if committed_keys[-k:] == rest_keys[:k]:
+                return rest[k:]
+        return rest
+
+    def update(self, hypothesis: Sequence[Word]) -> list[Word]:
+        """Feed one hypothesis; return the words newly committed by agreement."""
+        new = self._beyond_committed(guard_repetitions(hypothesis))
+        agreed: list[Word] = []
+        for old, fresh in zip(self._previous, new, strict=False):
+            if word_key(old.text) != word_key(fresh.text) or not word_key(fresh.text):
+                break
+            agreed.append(fresh)
+        self.committed.extend(agreed)
+        self.tail = new[len(agreed) :]
+        self._previous = self.tail
+        return agreed
+
+    def words(self) -> list[Word]:
+        """Everything currently shown: committed words, then the unstable tail."""
+        return [*self.committed, *self.tail]
+
+    def last_sentence_end(self, min_end: float) -> int:
+        """How many committed words end with the last sentence end at or after ``min_end``
+        seconds (0 if none)."""
+        for i in range(len(self.committed) - 1, -1, -1):
+            word = self.committed[i]
+            if word.end < min_end:
+                break
+            if ends_sentence(word):
+                return i + 1
+        return 0

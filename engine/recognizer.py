@@ -1,0 +1,296 @@
+"""Streaming recognition of one audio stream: VAD, LocalAgreement drafts, refined finals.
+
+A step takes all audio that arrived since the last step (compute-aware: a slow machine gets
+larger steps, not a backlog), scores it with the VAD, and then either
+
+- closes the open segment at a pause (silence of ``min_silence_s`` after speech), or at a
+  committed sentence end once the segment is long enough, or at the last committed word when
+  it grows past ``max_segment_s``; a closed segment is re-decoded once with more care (beam
+  ``refine_beam``, previous finals as the prompt) into its final caption; or
+- re-decodes the open segment greedily and feeds the hypothesis to LocalAgreement-2, which
+  yields a draft caption (committed words, then the unstable tail).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+
+from engine.asr import DecodeOptions, Transcriber
+from engine.audio import AudioBuffer, Samples
+from engine.events import Caption, Word
+from engine.policy import (
+    LocalAgreement,
+    anchor_to_hint,
+    guard_repetitions,
+    guard_text,
+    join_words,
+)
+from engine.vad import SpeechTrack, StreamingVad
+
+T = TypeVar("T")
+
+TRAILING_SLACK = 0.1
+"""Seconds after the VAD's last speech in which a decoded word may still start."""
+
+
+class RunInThread(Protocol):
+    """How the recogniser reaches a model: :meth:`engine.workers.WorkerPool.run`."""
+
+    def __call__(self, fn: Callable[..., T], /, *args: Any) -> Awaitable[T]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecognizerConfig:
+    language: str = "en"
+    speech_threshold: float = 0.5
+    min_silence_s: float = 0.5
+    """A pause this long closes a segment."""
+    short_pause_s: float = 0.2
+    """Once a segment is long (``long_segment_s``) or has a committed sentence end after
+    ``sentence_min_s``, a pause this short closes it."""
+    long_segment_s: float = 6.0
+    sentence_min_s: float = 2.0
+    max_segment_s: float = 15.0
+    """With no pause at all, a segment is cut at its quietest moment past this length."""
+    lead_in_s: float = 0.3
+    draft_beam: int = 1
+    refine_beam: int = 5
+    refine: bool = True
+    prompt_chars: int = 160
+    max_tokens_per_second: float = 8.0
+    """Bounds every decode; speech rarely passes 5 tokens a second, loops do."""
+    max_backlog_s: float = 2.0
+    """Past this much unprocessed audio, draft decodes are skipped until the backlog clears."""
+
+
+@dataclass(slots=True)
+class _Segment:
+    start: float
+    id: int = -1
+    agreement: LocalAgreement = field(default_factory=LocalAgreement)
+    drafted: bool = False
+    last_draft: str = ""
+
+
+class StreamingRecognizer:
+    """Recognises one stream; emits :class:`Caption` events with ``source=True``."""
+
+    def __init__(
+        self,
+        transcriber: Transcriber,
+        vad: StreamingVad,
+        run: RunInThread,
+        next_segment: Callable[[], int],
+        config: RecognizerConfig | None = None,
+        *,
+        start_time: float = 0.0,
+        context: str = "",
+    ) -> None:
+        self.config = config or RecognizerConfig()
+        self._transcriber = transcriber
+        self._vad = vad
+        self._run = run
+        self._next_segment = next_segment
+        self._buffer = AudioBuffer(start_time)
+        self._speech = SpeechTrack(self._buffer.origin, self.config.speech_threshold)
+        self._context = context
+        self._segment = _Segment(self._buffer.origin)
+        self.processed_until = self._buffer.origin
+        self.draft_steps = 0
+        self.skipped_drafts = 0
+
+    @property
+    def received_until(self) -> float:
+        return self._buffer.end
+
+    @property
+    def backlog(self) -> float:
+        return self._buffer.end - self.processed_until
+
+    @property
+    def context(self) -> str:
+        """Recent final text, for the next stream of the same session."""
+        return self._context
+
+    def push(self, samples: Samples) -> None:
+        """Append 16 kHz audio (cheap; safe on the event loop)."""
+        self._buffer.append(samples)
+
+    async def step(self, *, draft: bool = True) -> list[Caption]:
+        """Process all audio that has arrived; return the captions it produced."""
+        now = self._buffer.end
+        backlog = now - self.processed_until
+        await self._score(now)
+        events: list[Caption] = []
+        # One segment closes per pause, in order, however much audio this step covers.
+        while (cut := self._find_cut(now)) is not None:
+            events.extend(await self._close(cut, self._segment.agreement.words()))
+        seg = self._segment
+        span = self._speech.speech_span(seg.start)
+        if span is None:
+            # Only silence so far: keep a short lead-in, drop the rest.
+            seg.start = max(seg.start, now - self.config.lead_in_s)
+            self._trim(seg.start)
+        elif not draft:
+            pass
+        elif (
+            backlog > self.config.max_backlog_s
+            and seg.drafted
+            and now - seg.start < self.config.max_segment_s
+        ):
+            self.skipped_drafts += 1
+        else:
+            events.extend(await self._draft(now, span[1]))
+        self.processed_until = now
+        return events
+
+    async def finish(self) -> list[Caption]:
+        """The stream ended: finalise everything said."""
+        now = self._buffer.end
+        events = await self.step(draft=False)
+        seg = self._segment
+        if self._speech.speech_span(seg.start) is not None or seg.agreement.words():
+            events.extend(await self._close(now, seg.agreement.words()))
+        self.processed_until = now
+        return events
+
+    async def _score(self, now: float) -> None:
+        audio = self._buffer.slice(self._speech.end, now)
+        if audio.size:
+            self._speech.extend(await self._run(self._vad.process, audio))
+
+    def _trim(self, time: float) -> None:
+        self._buffer.trim_before(time)
+        self._speech.trim_before(time)
+
+    def _prompt(self) -> str | None:
+        text = guard_text(self._context, self.config.prompt_chars)
+        return text or None
+
+    async def _decode(
+        self, start: float, end: float, beam: int, speech_end: float, *, timestamps: bool = True
+    ) -> list[Word]:
+        """Decode ``[start, end)``; words that begin after ``speech_end`` (where the VAD heard
+        the last speech) are dropped: Whisper invents text ("Thank you.") in trailing silence."""
+        audio = self._buffer.slice(start, end)
+        if audio.size < 1600:  # under 0.1 s: nothing a model can read
+            return []
+        options = DecodeOptions(
+            language=self.config.language,
+            beam_size=beam,
+            prompt=self._prompt(),
+            max_new_tokens=int(self.config.max_tokens_per_second * (end - start)) + 8,
+            word_timestamps=timestamps,
+        )
+        words = await self._run(self._transcriber.transcribe, np.ascontiguousarray(audio), options)
+        shifted = [
+            Word(w.text, w.start + start, w.end + start, w.probability)
+            for w in words
+            if w.start + start < speech_end
+        ]
+        return guard_repetitions(shifted)
+
+    async def _draft(self, now: float, speech_end: float) -> list[Caption]:
+        seg = self._segment
+        words = await self._decode(
+            seg.start, now, self.config.draft_beam, speech_end + TRAILING_SLACK
+        )
+        self.draft_steps += 1
+        seg.agreement.update(words)
+        shown = seg.agreement.words()
+        text = join_words(shown)
+        if not text or text == seg.last_draft:
+            return []
+        seg.last_draft = text
+        seg.drafted = True
+        stable = len(join_words(seg.agreement.committed))
+        return [
+            Caption(
+                segment=self._segment_id(),
+                lang=self.config.language,
+                source=True,
+                state="draft",
+                text=text,
+                start=shown[0].start if shown else seg.start,
+                end=max(shown[-1].end if shown else now, seg.start),
+                stable=stable,
+            )
+        ]
+
+    def _find_cut(self, now: float) -> float | None:
+        """Where the open segment ends, if it has ended: at the first pause long enough for
+        its length and content, or at its quietest moment once it is far too long.
+
+        Cuts follow the VAD, never word timestamps: Whisper's word times drift by up to a
+        second near the end of a window, and a cut inside a word loses it from both sides.
+        """
+        config = self.config
+        seg = self._segment
+        pause = config.min_silence_s
+        length = now - seg.start
+        committed_sentence = seg.agreement.last_sentence_end(seg.start) > 0
+        if length >= config.long_segment_s or (
+            committed_sentence and length >= config.sentence_min_s
+        ):
+            pause = config.short_pause_s
+        speech_end = self._speech.first_pause(seg.start, pause)
+        if speech_end is not None:
+            return min(now, speech_end + min(0.25, pause / 2))
+        if length >= config.max_segment_s:
+            return self._speech.quietest(seg.start + config.max_segment_s * 2 / 3, now)
+        return None
+
+    async def _close(self, cut: float, hint: list[Word]) -> list[Caption]:
+        """Finalise the open segment up to ``cut``; start the next one there.
+
+        ``hint`` is what streaming showed for the segment. The whole segment is decoded once
+        more (beam ``refine_beam``, or greedily with ``refine`` off, since the last draft may
+        predate the last word); the hint bounds the decode's end.
+        """
+        seg = self._segment
+        words = hint
+        if self._speech.speech_span(seg.start) is not None:
+            beam = self.config.refine_beam if self.config.refine else self.config.draft_beam
+            # Word timing is not needed (the caption spans the segment), so this decode skips
+            # the alignment pass; the hint anchors its end instead.
+            decoded = await self._decode(seg.start, cut, beam, cut, timestamps=False)
+            decoded = anchor_to_hint(decoded, hint)
+            if decoded or not hint:
+                words = decoded
+        text = join_words(words)
+        events: list[Caption] = []
+        if text or seg.drafted:
+            start = hint[0].start if hint else seg.start
+            events.append(
+                Caption(
+                    segment=self._segment_id(),
+                    lang=self.config.language,
+                    source=True,
+                    state="final",
+                    text=text,
+                    start=max(seg.start, min(start, cut)),
+                    end=max(cut, seg.start),
+                    stable=len(text),
+                )
+            )
+        if text:
+            self._context = f"{self._context} {text}".strip()[-4 * self.config.prompt_chars :]
+        self._segment = _Segment(cut)
+        self._trim(cut - self.config.lead_in_s)
+        return events
+
+    def _segment_id(self) -> int:
+        """The open segment's id, taken from the session when it first shows anything, so
+        segments that held only noise use up no number."""
+        if self._segment.id < 0:
+            self._segment.id = self._next_segment()
+        return self._segment.id
+
+    @property
+    def context(self) -> str:
+        """Recent final text, for the next stream of the same session."""
+        return self._context

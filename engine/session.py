@@ -1,0 +1,216 @@
+"""A live session: its record, its event log, and the presenter's audio stream.
+
+One pipeline per session however many listeners: the session recognises the presenter's
+audio once and publishes each event once to the hub. Finals are written to the store before
+anyone is offered them, so a final a listener saw survives a crash of the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.audio import SAMPLE_RATE, AudioFormatError, StreamResampler, decode_pcm16
+from engine.events import Caption, ErrorEvent, Event, SessionState, StateChange
+from engine.hub import Hub
+from engine.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.store import SessionRecord, SessionStore
+from engine.vad import SileroModel, StreamingVad
+from engine.workers import Saturated, WorkerPool
+
+log = logging.getLogger(__name__)
+
+
+class StreamError(Exception):
+    """A presenter stream cannot continue; ``code`` is the WebSocket close code to use."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    """Bounds on one presenter stream (documented in docs/protocol.md)."""
+
+    max_message_bytes: int = 64 * 1024
+    burst_seconds: float = 10.0
+    """Audio may run ahead of the wall clock by at most this much (a client's buffer
+    flushing after a network hiccup); beyond it the sender is faster than real time."""
+    max_speed: float = 1.0
+    """Audio seconds per wall second a presenter may send (tests and replays raise it)."""
+    max_stream_seconds: float = 4 * 3600.0
+
+
+@dataclass(slots=True)
+class Pipeline:
+    """The shared, warmed models and pools every session uses (built by the app lifespan)."""
+
+    transcribers: dict[str, object]
+    vad_model: SileroModel
+    asr_pool: WorkerPool
+    store_pool: WorkerPool
+    recognizer_config: Callable[[str], RecognizerConfig]
+
+    def transcriber_for(self, language: str) -> object | None:
+        return self.transcribers.get(language) or self.transcribers.get("*")
+
+
+class Session:
+    """One presenter's talk, followed by any number of listeners."""
+
+    def __init__(
+        self,
+        record: SessionRecord,
+        store: SessionStore,
+        hub: Hub,
+        pipeline: Pipeline,
+        *,
+        last_seq: int = 0,
+        finals: list[Caption] | None = None,
+    ) -> None:
+        self.record = record
+        self.state: SessionState = record.state
+        self._store = store
+        self._hub = hub
+        self._pipeline = pipeline
+        finals = finals or []
+        self._next_segment = max((c.segment for c in finals), default=-1) + 1
+        self.audio_time = max((c.end for c in finals), default=0.0)
+        self.context = " ".join(c.text for c in finals if c.source)[-800:]
+        self.stream: PresenterStream | None = None
+        hub.open(record.code, last_seq, finals)
+
+    @property
+    def code(self) -> str:
+        return self.record.code
+
+    def next_segment(self) -> int:
+        segment = self._next_segment
+        self._next_segment += 1
+        return segment
+
+    async def publish(self, event: Event) -> Event:
+        numbered = self._hub.number(self.code, event)
+        if isinstance(numbered, Caption) and numbered.is_final:
+            await self._pipeline.store_pool.run(self._store.append_final, self.code, numbered)
+        self._hub.publish(self.code, numbered)
+        return numbered
+
+    async def set_state(self, state: SessionState) -> None:
+        if state == self.state:
+            return
+        self.state = state
+        await self._pipeline.store_pool.run(self._store.set_state, self.code, state, time.time())
+        await self.announce()
+
+    async def announce(self) -> None:
+        """Publish the current state and audience size (after joins and leaves too)."""
+        await self.publish(StateChange(self.state, self._hub.listener_count(self.code)))
+
+    def open_stream(
+        self, sample_rate: int, language: str, limits: StreamLimits
+    ) -> PresenterStream:
+        if self.state == "ended":
+            raise StreamError(1008, "session has ended")
+        if self.stream is not None and not self.stream.finished:
+            raise StreamError(1013, "another stream is already presenting in this session")
+        transcriber = self._pipeline.transcriber_for(language)
+        if transcriber is None:
+            raise StreamError(1003, f"no recognition model for language {language!r}")
+        recognizer = StreamingRecognizer(
+            transcriber,  # type: ignore[arg-type]
+            StreamingVad(self._pipeline.vad_model),
+            self._pipeline.asr_pool.run,
+            self.next_segment,
+            self._pipeline.recognizer_config(language),
+            start_time=self.audio_time,
+            context=self.context,
+        )
+        self.stream = PresenterStream(self, recognizer, sample_rate, limits)
+        return self.stream
+
+    def stream_closed(self, stream: PresenterStream) -> None:
+        self.audio_time = stream.recognizer.received_until
+        self.context = stream.recognizer.context
+
+
+class PresenterStream:
+    """Audio in, captions out, for one WebSocket (or WebRTC track) of the presenter."""
+
+    def __init__(
+        self,
+        session: Session,
+        recognizer: StreamingRecognizer,
+        sample_rate: int,
+        limits: StreamLimits,
+    ) -> None:
+        self.session = session
+        self.recognizer = recognizer
+        self.limits = limits
+        self._resampler = StreamResampler(sample_rate, SAMPLE_RATE)
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self.finished = False
+        self._started = time.monotonic()
+        self._received_seconds = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self.errors = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"asr-{self.session.code}")
+
+    def feed(self, data: bytes) -> None:
+        """Take one binary message of PCM; raises :class:`StreamError` on bad input."""
+        if len(data) > self.limits.max_message_bytes:
+            raise StreamError(1009, f"audio message over {self.limits.max_message_bytes} bytes")
+        try:
+            samples = decode_pcm16(data)
+        except AudioFormatError as exc:
+            raise StreamError(1003, str(exc)) from exc
+        self._received_seconds += len(samples) / self._resampler.source_rate
+        elapsed = time.monotonic() - self._started
+        if self._received_seconds > elapsed * self.limits.max_speed + self.limits.burst_seconds:
+            raise StreamError(1008, "audio arrives faster than real time")
+        if self._received_seconds > self.limits.max_stream_seconds:
+            raise StreamError(1008, "stream is longer than the session limit")
+        self.recognizer.push(self._resampler.process(samples))
+        self._wake.set()
+
+    async def finish(self) -> None:
+        """Stop: finalise everything said, wait until its events are published."""
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    await self._publish(self.recognizer.finish)
+                    return
+                if self.recognizer.backlog > 0:
+                    await self._publish(self.recognizer.step)
+        finally:
+            self.finished = True
+            self.session.stream_closed(self)
+
+    async def _publish(self, work: Callable[[], object]) -> None:
+        try:
+            events = await work()  # type: ignore[misc]
+        except Saturated:
+            return
+        except Exception as exc:  # a model failure: tell the audience, keep the session
+            self.errors += 1
+            log.exception("recognition failed in session %s", self.session.code)
+            await self.session.publish(ErrorEvent(f"recognition failed: {type(exc).__name__}"))
+            return
+        for event in events:
+            await self.session.publish(event)

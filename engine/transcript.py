@@ -1,0 +1,265 @@
+"""Transcript exports: the final captions of one language as TXT, SRT, WebVTT or JSON.
+
+Subtitle cues follow broadcast conventions: at most :data:`MAX_LINE_CHARS` characters a line
+and two lines a cue; a longer segment becomes several cues sharing its time in proportion to
+their characters. Cue times never go backwards, never overlap, and every cue lasts at least
+:data:`MIN_CUE_MS`, whatever timings the captions carry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from engine.events import Caption
+
+Format = Literal["txt", "srt", "vtt", "json"]
+FORMATS: tuple[Format, ...] = get_args(Format)
+MEDIA_TYPES: dict[Format, str] = {
+    "txt": "text/plain; charset=utf-8",
+    "srt": "application/x-subrip; charset=utf-8",
+    "vtt": "text/vtt; charset=utf-8",
+    "json": "application/json",
+}
+MAX_LINE_CHARS = 42
+MAX_CUE_LINES = 2
+MIN_CUE_MS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Cue:
+    """One subtitle cue: 1 or 2 lines shown from ``start_ms`` to ``end_ms`` (milliseconds)."""
+
+    segment: int
+    start_ms: int
+    end_ms: int
+    lines: tuple[str, ...]
+
+
+def render(finals: Sequence[Caption], fmt: str) -> tuple[str, str]:
+    """The transcript of ``finals`` in format ``fmt`` and its media type.
+
+    ``finals`` are final captions of one language in transcript order (the store's ``seq``
+    order). Raises ``ValueError`` for an unknown format, drafts, or mixed languages.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown transcript format {fmt!r}; expected one of {FORMATS}")
+    _check(finals)
+    renderers = {"txt": to_txt, "srt": to_srt, "vtt": to_vtt, "json": to_json}
+    return renderers[fmt](finals), MEDIA_TYPES[fmt]
+
+
+def _check(finals: Sequence[Caption]) -> None:
+    langs = {caption.lang for caption in finals}
+    if len(langs) > 1:
+        raise ValueError(f"a transcript holds one language, got {sorted(langs)}")
+    if any(not caption.is_final for caption in finals):
+        raise ValueError("a transcript holds final captions only")
+
+
+def clean_text(text: str) -> str:
+    """``text`` on one line: whitespace runs (newlines too) become one space, controls go."""
+    kept = "".join(ch for ch in text if ch.isspace() or unicodedata.category(ch) != "Cc")
+    return " ".join(kept.split())
+
+
+def to_txt(finals: Sequence[Caption]) -> str:
+    """One line per segment."""
+    lines = [text for text in (clean_text(c.text) for c in finals) if text]
+    return "".join(line + "\n" for line in lines)
+
+
+def to_json(finals: Sequence[Caption]) -> str:
+    """A JSON list of ``{segment, start, end, text}``: the captions as stored, times in seconds."""
+    items = [
+        {
+            "segment": c.segment,
+            "start": _json_time(c.start),
+            "end": _json_time(c.end),
+            "text": c.text,
+        }
+        for c in finals
+    ]
+    return json.dumps(items, ensure_ascii=False, allow_nan=False, indent=1)
+
+
+def _json_time(seconds: float) -> float | None:
+    return round(seconds, 3) if math.isfinite(seconds) else None
+
+
+def to_srt(finals: Sequence[Caption]) -> str:
+    """SubRip: numbered cues, ``HH:MM:SS,mmm`` times, a blank line after each cue."""
+    blocks = [
+        f"{n}\n{_timestamp(cue.start_ms, ',')} --> {_timestamp(cue.end_ms, ',')}\n"
+        + "\n".join(cue.lines)
+        + "\n"
+        for n, cue in enumerate(cues(finals), start=1)
+    ]
+    return "\n".join(blocks)
+
+
+def to_vtt(finals: Sequence[Caption]) -> str:
+    """WebVTT: ``HH:MM:SS.mmm`` times; ``&``, ``<`` and ``>`` escaped (so ``-->`` cannot occur)."""
+    blocks = ["WEBVTT\n"]
+    for cue in cues(finals):
+        text = "\n".join(_vtt_escape(line) for line in cue.lines)
+        blocks.append(
+            f"{_timestamp(cue.start_ms, '.')} --> {_timestamp(cue.end_ms, '.')}\n{text}\n"
+        )
+    return "\n".join(blocks)
+
+
+def _vtt_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _timestamp(ms: int, decimal_mark: str) -> str:
+    hours, rest = divmod(ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds, millis = divmod(rest, 1000)
+    return f"{hours:02d}:{minutes:02d}:{seconds:02d}{decimal_mark}{millis:03d}"
+
+
+def cues(finals: Sequence[Caption]) -> list[Cue]:
+    """Subtitle cues for ``finals``, in order, each lasting at least :data:`MIN_CUE_MS`.
+
+    A cue starts no earlier than the previous cue ends: captions whose times overlap, go
+    backwards, or are not finite are moved later, never earlier.
+    """
+    result: list[Cue] = []
+    previous_end = 0
+    for caption in finals:
+        text = clean_text(caption.text)
+        if not text:
+            continue
+        chunks = _cue_chunks(text)
+        start = max(_ms(caption.start, previous_end), previous_end)
+        end = max(_ms(caption.end, start), start + MIN_CUE_MS * len(chunks))
+        for chunk, (chunk_start, chunk_end) in zip(
+            chunks, _share_time(start, end, [sum(map(len, c)) for c in chunks]), strict=True
+        ):
+            result.append(Cue(caption.segment, chunk_start, chunk_end, chunk))
+        previous_end = end
+    return result
+
+
+def _ms(seconds: float, fallback: int) -> int:
+    ms = seconds * 1000
+    if not math.isfinite(ms):
+        return fallback
+    return max(0, round(ms))
+
+
+def _share_time(start: int, end: int, weights: list[int]) -> list[tuple[int, int]]:
+    """Split ``[start, end]`` into consecutive spans, each ``MIN_CUE_MS`` plus a share of the
+    rest in proportion to its weight. Needs ``end - start >= MIN_CUE_MS * len(weights)``."""
+    spare = end - start - MIN_CUE_MS * len(weights)
+    total = sum(weights) or 1
+    spans: list[tuple[int, int]] = []
+    cumulative = 0
+    span_start = start
+    for i, weight in enumerate(weights):
+        cumulative += weight
+        share = spare * cumulative // total
+        span_end = end if i == len(weights) - 1 else start + MIN_CUE_MS * (i + 1) + share
+        spans.append((span_start, span_end))
+        span_start = span_end
+    return spans
+
+
+def _cue_chunks(text: str) -> list[tuple[str, ...]]:
+    """``text`` (non-empty, one line) as cues of at most 2 lines of at most 42 characters.
+
+    As few cues as greedy filling needs, with the words spread evenly over them (so a long
+    segment does not end in a short leftover cue).
+    """
+    words = _words(text)
+    chunks = _fill(words, limit=None)
+    if len(chunks) > 1:
+        # The smallest per-cue character limit that still needs no more cues than greedy
+        # filling: fewer cues can only come from a larger limit, so bisect.
+        low, high = len(text) // len(chunks), len(text)
+        while low < high:
+            middle = (low + high) // 2
+            if len(_fill(words, limit=middle)) <= len(chunks):
+                high = middle
+            else:
+                low = middle + 1
+        chunks = _fill(words, limit=low)
+    return [_balance(chunk) for chunk in chunks]
+
+
+def _fill(words: list[str], limit: int | None) -> list[list[str]]:
+    """Consecutive groups of ``words``, each fitting in one cue; with ``limit``, a group also
+    closes before it would grow past ``limit`` characters."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    for word in words:
+        candidate = [*current, word]
+        too_long = limit is not None and len(" ".join(candidate)) > limit
+        if current and (too_long or len(_wrap(candidate)) > MAX_CUE_LINES):
+            chunks.append(current)
+            candidate = [word]
+        current = candidate
+    chunks.append(current)
+    return chunks
+
+
+def _wrap(words: list[str]) -> list[str]:
+    """Greedy word wrap at :data:`MAX_LINE_CHARS` (every word fits in a line)."""
+    lines: list[str] = []
+    current = ""
+    for word in words:
+        if not current:
+            current = word
+        elif len(current) + 1 + len(word) <= MAX_LINE_CHARS:
+            current += " " + word
+        else:
+            lines.append(current)
+            current = word
+    if current:
+        lines.append(current)
+    return lines
+
+
+def _words(text: str) -> list[str]:
+    """Words of ``text``; a word over :data:`MAX_LINE_CHARS` (a URL, a run of CJK text) is cut
+    into pieces of about equal length that fit in a line.
+
+    A cut never separates a combining mark from the character it modifies (unless one
+    character carries more than a line's worth of marks).
+    """
+    words: list[str] = []
+    for word in text.split(" "):
+        while len(word) > MAX_LINE_CHARS:
+            pieces = -(-len(word) // MAX_LINE_CHARS)
+            cut = -(-len(word) // pieces)
+            base = cut
+            while base > 0 and unicodedata.combining(word[base]):
+                base -= 1
+            cut = base or cut
+            words.append(word[:cut])
+            word = word[cut:]
+        words.append(word)
+    return words
+
+
+def _balance(words: list[str]) -> tuple[str, ...]:
+    """One line if the words fit in one, else two lines as even in length as possible."""
+    whole = " ".join(words)
+    if len(whole) <= MAX_LINE_CHARS or len(words) == 1:
+        return (whole,)
+    best: tuple[str, str] | None = None
+    for k in range(1, len(words)):
+        first, second = " ".join(words[:k]), " ".join(words[k:])
+        if len(first) > MAX_LINE_CHARS or len(second) > MAX_LINE_CHARS:
+            continue
+        if best is None or max(len(first), len(second)) < max(map(len, best)):
+            best = (first, second)
+    if best is None:  # unreachable: _fill only makes groups that wrap into two lines
+        raise AssertionError(f"cannot fit {whole!r} in two lines")
+    return best

@@ -1,0 +1,141 @@
+"""Streaming voice activity detection with Silero VAD v6 (ONNX).
+
+The model scores 512-sample windows (32 ms at 16 kHz), each seen with the 64 samples before
+it, and carries a recurrent state between calls; :class:`StreamingVad` keeps that state so a
+stream can be scored chunk by chunk. Calls are cheap (well under 1 ms a window) but still
+run in the worker thread of the ASR step, never on the event loop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.audio import SAMPLE_RATE, Samples
+
+WINDOW = 512
+CONTEXT = 64
+WINDOW_SECONDS = WINDOW / SAMPLE_RATE
+
+
+class SileroModel:
+    """The shared ONNX session; stateless, so every stream can use one instance."""
+
+    def __init__(self, path: Path) -> None:
+        import onnxruntime
+
+        opts = onnxruntime.SessionOptions()
+        opts.inter_op_num_threads = 1
+        opts.intra_op_num_threads = 1
+        opts.log_severity_level = 4
+        self._session: Any = onnxruntime.InferenceSession(
+            str(path), providers=["CPUExecutionProvider"], sess_options=opts
+        )
+
+    def run(
+        self, windows: np.ndarray, h: np.ndarray, c: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        probs, h, c = self._session.run(None, {"input": windows, "h": h, "c": c})
+        return np.asarray(probs).reshape(-1), h, c
+
+
+class StreamingVad:
+    """Speech probabilities for consecutive 32 ms windows of one stream."""
+
+    def __init__(self, model: SileroModel) -> None:
+        self._model = model
+        self._h = np.zeros((1, 1, 128), dtype=np.float32)
+        self._c = np.zeros((1, 1, 128), dtype=np.float32)
+        self._context: Samples = np.zeros(CONTEXT, dtype=np.float32)
+        self._pending: Samples = np.zeros(0, dtype=np.float32)
+        self.windows_seen = 0
+
+    def process(self, samples: Samples) -> np.ndarray:
+        """Score every whole window now available; returns one probability per window."""
+        data = np.concatenate([self._pending, samples])
+        count = len(data) // WINDOW
+        self._pending = data[count * WINDOW :]
+        if count == 0:
+            return np.zeros(0, dtype=np.float32)
+        body = data[: count * WINDOW].reshape(count, WINDOW)
+        contexts = np.empty((count, CONTEXT), dtype=np.float32)
+        contexts[0] = self._context
+        if count > 1:
+            contexts[1:] = body[:-1, -CONTEXT:]
+        self._context = body[-1, -CONTEXT:].copy()
+        windows = np.concatenate([contexts, body], axis=1)
+        probs, self._h, self._c = self._model.run(windows, self._h, self._c)
+        self.windows_seen += count
+        return probs
+
+
+class SpeechTrack:
+    """Which 32 ms windows of a stream held speech, addressed by absolute time.
+
+    Pure bookkeeping over the VAD's output, so a step that covers several pauses (a slow
+    machine takes large steps) can close one segment per pause, in order.
+    """
+
+    def __init__(self, origin: float, threshold: float = 0.5) -> None:
+        self.origin = origin
+        self.threshold = threshold
+        self._probs = np.zeros(0, dtype=np.float32)
+        self._first = 0  # absolute window index of _flags[0]
+
+    @property
+    def end(self) -> float:
+        return self._time(self._first + len(self._probs))
+
+    def _time(self, index: int) -> float:
+        return self.origin + index * WINDOW_SECONDS
+
+    def _index(self, time: float) -> int:
+        return int(np.ceil((time - self.origin) / WINDOW_SECONDS - 1e-9))
+
+    def extend(self, probs: np.ndarray) -> None:
+        self._probs = np.concatenate([self._probs, probs.astype(np.float32)])
+
+    def _span(self, start: float) -> tuple[int, np.ndarray]:
+        lo = max(self._index(start), self._first)
+        return lo, self._probs[lo - self._first :] >= self.threshold
+
+    def speech_span(self, start: float) -> tuple[float, float] | None:
+        """Start of the first and end of the last speech window at or after ``start``."""
+        lo, flags = self._span(start)
+        hits = np.flatnonzero(flags)
+        if hits.size == 0:
+            return None
+        return self._time(lo + int(hits[0])), self._time(lo + int(hits[-1]) + 1)
+
+    def first_pause(self, start: float, min_silence: float) -> float | None:
+        """End of the speech before the first pause of at least ``min_silence`` seconds
+        that follows speech at or after ``start``; None if there is no such pause yet."""
+        lo, flags = self._span(start)
+        hits = np.flatnonzero(flags)
+        if hits.size == 0:
+            return None
+        need = max(1, int(np.ceil(min_silence / WINDOW_SECONDS - 1e-9)))
+        # Gaps between consecutive speech windows, and the open gap after the last one.
+        gaps = np.diff(np.append(hits, len(flags))) - 1
+        long_gaps = np.flatnonzero(gaps >= need)
+        if long_gaps.size == 0:
+            return None
+        return self._time(lo + int(hits[long_gaps[0]]) + 1)
+
+    def quietest(self, start: float, end: float) -> float:
+        """The boundary after the least speech-like window in ``[start, end)``: where to
+        cut a segment that no pause has closed."""
+        lo = max(self._index(start), self._first)
+        hi = max(lo + 1, min(self._index(end), self._first + len(self._probs)))
+        window = self._probs[lo - self._first : hi - self._first]
+        if window.size == 0:
+            return end
+        return self._time(lo + int(np.argmin(window)) + 1)
+
+    def trim_before(self, time: float) -> None:
+        drop = min(len(self._probs), max(0, self._index(time) - 1 - self._first))
+        if drop:
+            self._probs = self._probs[drop:]
+            self._first += drop

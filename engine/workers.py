@@ -1,0 +1,84 @@
+"""The one place where work crosses from the event loop into threads.
+
+Every call into a model (faster-whisper, Silero, Apertium, piper) or into blocking storage
+goes through a :class:`WorkerPool`: one small executor per resource, so a slow model never
+starves another, and a bound on how many calls may wait for it.
+
+Overflow policy: :meth:`WorkerPool.run` raises :class:`Saturated` at once when ``max_pending``
+calls are already queued or running; the caller decides (a session skips a draft step, a new
+stream is refused with 1013). Nothing queues without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Saturated(RuntimeError):
+    """A worker pool already has as many calls waiting as it allows."""
+
+
+class WorkerPool:
+    """A bounded executor for one resource (one model or one database)."""
+
+    def __init__(self, name: str, *, threads: int = 1, max_pending: int = 64) -> None:
+        self.name = name
+        self.max_pending = max_pending
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+        self._pending = 0
+        self.busy_seconds = 0.0
+        self.calls = 0
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        if self._pending >= self.max_pending:
+            raise Saturated(f"{self.name}: {self._pending} calls already waiting")
+        self._pending += 1
+        loop = asyncio.get_running_loop()
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        try:
+            return await loop.run_in_executor(self._executor, self._timed, call)
+        finally:
+            self._pending -= 1
+
+    def _timed(self, call: Callable[[], T]) -> T:
+        started = time.perf_counter()
+        try:
+            return call()
+        finally:
+            self.busy_seconds += time.perf_counter() - started
+            self.calls += 1
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+class Workers:
+    """The named pools of one process, created by the app's lifespan."""
+
+    def __init__(self) -> None:
+        self._pools: dict[str, WorkerPool] = {}
+
+    def pool(self, name: str, *, threads: int = 1, max_pending: int = 64) -> WorkerPool:
+        if name not in self._pools:
+            self._pools[name] = WorkerPool(name, threads=threads, max_pending=max_pending)
+        return self._pools[name]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._pools.values())
+
+    def shutdown(self) -> None:
+        for pool in self._pools.values():
+            pool.shutdown()

@@ -1,0 +1,1 @@
+"""The model catalog and adapters: which installed package or path provides which model."""

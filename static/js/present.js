@@ -1,0 +1,364 @@
+// The presenter console (templates/present.html): microphone picker, start/stop, level meter,
+// status line and the presenter's own live captions.
+//
+// The presenter token arrives in the URL fragment (`#token=...`, never sent to the server by the
+// browser). It is kept in sessionStorage for this tab and then removed from the address bar so a
+// screen-shared console does not show it; a reload still works.
+//
+// `window.interpStats` exposes counters for tests and for debugging in the console.
+
+import { CaptionView } from './captions.js';
+import { MicCapture, TARGET_RATE, listMicrophones } from './mic-capture.js';
+import { PresenterSocket } from './presenter-socket.js';
+
+const root = document.getElementById('console');
+const code = root.dataset.code;
+const language = root.dataset.language;
+
+const ui = {
+  micSelect: document.getElementById('mic-select'),
+  micHint: document.getElementById('mic-hint'),
+  levelBar: document.getElementById('level-bar'),
+  start: document.getElementById('start-button'),
+  stop: document.getElementById('stop-button'),
+  status: document.getElementById('status'),
+  statusText: document.getElementById('status-text'),
+  error: document.getElementById('error'),
+  captions: document.getElementById('captions'),
+  jumpLive: document.getElementById('jump-live'),
+  copyLink: document.getElementById('copy-link'),
+  copyPresenterLink: document.getElementById('copy-presenter-link'),
+  listenLink: document.getElementById('listen-link'),
+};
+
+const stats = {
+  framesSent: 0,
+  bytesSent: 0,
+  framesDropped: 0,
+  captions: { draft: 0, final: 0 },
+  state: 'idle',
+  inputRate: null,
+  lagSeconds: 0,
+  listeners: null,
+  lastError: null,
+};
+window.interpStats = stats;
+
+const captionView = new CaptionView(ui.captions, {
+  lang: language,
+  source: true,
+  jumpButton: ui.jumpLive,
+});
+
+let capture = null;
+let socket = null;
+let liveSince = 0;
+let clock = null;
+
+// ---------------------------------------------------------------- token
+
+function readToken() {
+  const key = `interp.presenter-token.${code.toUpperCase()}`;
+  const fragment = new URLSearchParams(window.location.hash.slice(1));
+  const fromUrl = fragment.get('token');
+  if (fromUrl) {
+    try {
+      window.sessionStorage.setItem(key, fromUrl);
+      window.history.replaceState(null, '', window.location.pathname + window.location.search);
+    } catch (error) {
+      console.warn('sessionStorage unavailable; keeping the token in the address bar', error);
+    }
+    return fromUrl;
+  }
+  try {
+    return window.sessionStorage.getItem(key);
+  } catch (error) {
+    console.warn('sessionStorage unavailable', error);
+    return null;
+  }
+}
+
+const token = readToken();
+
+// ---------------------------------------------------------------- status and errors
+
+const STATUS_TEXT = {
+  idle: 'Ready when you are.',
+  starting: 'Connecting…',
+  live: 'Live',
+  stopping: 'Finishing the last sentence…',
+  ended: 'Stream ended. Press Start to continue the session.',
+  error: 'Stopped.',
+};
+
+function formatClock(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  const minutes = Math.floor(s / 60);
+  return `${minutes}:${String(s % 60).padStart(2, '0')}`;
+}
+
+function renderStatus() {
+  let text = STATUS_TEXT[stats.state];
+  if (stats.state === 'live') {
+    const parts = [`Live · ${formatClock((performance.now() - liveSince) / 1000)}`];
+    if (stats.lagSeconds >= 1) parts.push(`captions ${stats.lagSeconds.toFixed(1)} s behind`);
+    if (stats.listeners !== null) {
+      parts.push(stats.listeners === 1 ? '1 listener' : `${stats.listeners} listeners`);
+    }
+    text = parts.join(' · ');
+  }
+  ui.statusText.textContent = text;
+  ui.status.dataset.state = stats.state;
+}
+
+function setState(state) {
+  stats.state = state;
+  document.body.dataset.streamState = state;
+  const busy = state === 'starting' || state === 'live' || state === 'stopping';
+  ui.start.disabled = busy || !token;
+  ui.stop.disabled = !(state === 'live' || state === 'starting');
+  if (state === 'live') {
+    liveSince = performance.now();
+    if (!clock) clock = window.setInterval(renderStatus, 1000);
+  } else if (clock) {
+    window.clearInterval(clock);
+    clock = null;
+  }
+  if (!busy) setLevel(0, 0);
+  renderStatus();
+}
+
+function showError(message) {
+  stats.lastError = message;
+  ui.error.textContent = message;
+  ui.error.hidden = false;
+}
+
+function clearError() {
+  stats.lastError = null;
+  ui.error.textContent = '';
+  ui.error.hidden = true;
+}
+
+function describeError(error) {
+  if (error && error.name === 'NotAllowedError') {
+    return 'Microphone access was blocked. Allow it in the browser’s site settings and press Start again.';
+  }
+  if (error && error.name === 'NotFoundError') return 'No microphone was found.';
+  if (error && error.name === 'OverconstrainedError') {
+    return 'The selected microphone is not available any more. Pick another one.';
+  }
+  if (error && error.name === 'NotReadableError') {
+    return 'The microphone is in use by another application or could not be opened.';
+  }
+  return (error && error.message) || String(error);
+}
+
+// ---------------------------------------------------------------- level meter
+
+function setLevel(rms, peak) {
+  const db = rms > 0 ? 20 * Math.log10(rms) : -Infinity;
+  const level = Math.min(1, Math.max(0, (db + 60) / 60)); // -60 dBFS .. 0 dBFS
+  ui.levelBar.style.setProperty('--level', level.toFixed(3)); // CSSOM: allowed by a strict CSP
+  ui.levelBar.parentElement.classList.toggle('is-clipping', peak >= 0.99);
+}
+
+// ---------------------------------------------------------------- microphones
+
+async function refreshMicrophones(activeDeviceId = null) {
+  let devices = [];
+  try {
+    devices = await listMicrophones();
+  } catch (error) {
+    console.warn('cannot list microphones', error);
+    return;
+  }
+  const labelled = devices.filter((device) => device.deviceId && device.label);
+  if (labelled.length === 0) return; // no permission yet: keep "Default microphone"
+  const wanted = activeDeviceId || ui.micSelect.value;
+  const options = [new Option('Default microphone', '')];
+  for (const device of labelled) {
+    if (device.deviceId === 'default' || device.deviceId === 'communications') continue;
+    options.push(new Option(device.label, device.deviceId));
+  }
+  ui.micSelect.replaceChildren(...options);
+  if (options.some((option) => option.value === wanted)) ui.micSelect.value = wanted;
+  ui.micHint.textContent = `${options.length - 1} microphone${options.length === 2 ? '' : 's'} found.`;
+}
+
+function newCapture() {
+  return new MicCapture({
+    onFrame: (pcm) => {
+      if (!socket) return;
+      socket.send(pcm);
+      stats.framesSent = socket.framesSent;
+      stats.bytesSent = socket.bytesSent;
+      stats.framesDropped = socket.framesDropped;
+    },
+    onLevel: ({ rms, peak }) => setLevel(rms, peak),
+  });
+}
+
+async function openMicrophone(current) {
+  await current.start(ui.micSelect.value);
+  stats.inputRate = current.inputRate;
+  const track = current.stream && current.stream.getAudioTracks()[0];
+  const deviceId = track && track.getSettings ? track.getSettings().deviceId : null;
+  await refreshMicrophones(deviceId);
+}
+
+// ---------------------------------------------------------------- start / stop
+
+function onServerEvent(event) {
+  switch (event.type) {
+    case 'caption':
+      if (event.state === 'final') stats.captions.final += 1;
+      else stats.captions.draft += 1;
+      captionView.apply(event);
+      break;
+    case 'lag':
+      stats.lagSeconds = Number(event.seconds) || 0;
+      renderStatus();
+      break;
+    case 'state':
+      if (typeof event.listeners === 'number') stats.listeners = event.listeners;
+      renderStatus();
+      break;
+    case 'error':
+      showError(event.message || 'The server reported an error.');
+      break;
+    default:
+      break; // events this console does not show (translations to other languages, audio)
+  }
+}
+
+function onSocketClose(error) {
+  if (!error) return; // normal end: stopStreaming() finishes the state change
+  if (stats.state === 'stopping') return; // stopStreaming() reports it
+  showError(error.message);
+  const current = capture;
+  capture = null;
+  socket = null;
+  if (current) current.close();
+  setState('error');
+}
+
+async function startStreaming() {
+  if (!token) return;
+  clearError();
+  stats.lagSeconds = 0;
+  setState('starting');
+  const current = newCapture();
+  capture = current;
+  current.prepare(); // inside the click: lets the AudioContext start under autoplay rules
+  const thisSocket = new PresenterSocket({
+    code,
+    token,
+    language,
+    sampleRate: TARGET_RATE,
+    onEvent: onServerEvent,
+    onClose: onSocketClose,
+  });
+  socket = thisSocket;
+  try {
+    // Microphone and socket open together; frames captured before "ready" wait in the socket.
+    await Promise.all([openMicrophone(current), thisSocket.connect()]);
+  } catch (error) {
+    if (socket === thisSocket) {
+      thisSocket.abort('could not start');
+      socket = null;
+    }
+    if (capture === current) capture = null;
+    await current.close();
+    if (stats.state === 'starting') {
+      showError(describeError(error));
+      setState('error');
+    }
+    return;
+  }
+  if (stats.state === 'starting') setState('live'); // unless Stop was pressed meanwhile
+}
+
+async function stopStreaming() {
+  if (stats.state !== 'live' && stats.state !== 'starting') return;
+  setState('stopping');
+  const current = capture;
+  const thisSocket = socket;
+  capture = null;
+  if (current) await current.stop(); // hands over the last partial frame first
+  try {
+    if (thisSocket) await thisSocket.stop();
+    socket = null;
+    setState('ended');
+  } catch (error) {
+    socket = null;
+    showError(describeError(error));
+    setState('error');
+  }
+}
+
+async function switchMicrophone() {
+  if (stats.state !== 'live' || !capture) return;
+  const old = capture;
+  const current = newCapture();
+  current.prepare();
+  capture = current;
+  await old.close();
+  try {
+    await openMicrophone(current);
+  } catch (error) {
+    showError(describeError(error));
+    await stopStreaming();
+  }
+}
+
+// ---------------------------------------------------------------- share panel
+
+async function copyText(text, button) {
+  const original = button.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = 'Copied';
+  } catch (error) {
+    console.warn('clipboard unavailable', error);
+    button.textContent = 'Copy failed';
+  }
+  window.setTimeout(() => {
+    button.textContent = original;
+  }, 1500);
+}
+
+// ---------------------------------------------------------------- wiring
+
+ui.start.addEventListener('click', startStreaming);
+ui.stop.addEventListener('click', stopStreaming);
+ui.micSelect.addEventListener('change', switchMicrophone);
+if (ui.copyLink) {
+  ui.copyLink.addEventListener('click', () => copyText(ui.listenLink.href, ui.copyLink));
+}
+if (ui.copyPresenterLink && !token) ui.copyPresenterLink.disabled = true;
+if (ui.copyPresenterLink && token) {
+  ui.copyPresenterLink.addEventListener('click', () => {
+    const link = `${window.location.origin}${window.location.pathname}#token=${encodeURIComponent(token)}`;
+    copyText(link, ui.copyPresenterLink);
+  });
+}
+if (navigator.mediaDevices && navigator.mediaDevices.addEventListener) {
+  navigator.mediaDevices.addEventListener('devicechange', () => refreshMicrophones());
+}
+window.addEventListener('beforeunload', (event) => {
+  if (stats.state === 'live' || stats.state === 'stopping') event.preventDefault();
+});
+window.addEventListener('pagehide', () => {
+  if (socket) socket.abort('page closed');
+});
+
+ui.listenLink.textContent = ui.listenLink.href; // absolute, ready to read out or paste
+setState('idle');
+if (!token) {
+  showError(
+    'This console needs the presenter link you got when you created the session '
+      + '(the address ending in #token=…). Open that link in this browser tab.',
+  );
+}
+refreshMicrophones();

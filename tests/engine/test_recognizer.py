@@ -1,0 +1,186 @@
+"""The streaming recogniser with a scripted transcriber and VAD (no model).
+
+The fake audio carries its own clock: every sample holds its absolute time / 1000, negated
+in silence. The fake VAD hears speech where samples are non-negative; the fake transcriber
+"recognises" the scripted words that lie inside the audio it is given, and a wrong guess for
+a word cut off at the end of the window (as Whisper does with half a word), a different
+guess each call, so LocalAgreement must never commit it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.asr import DecodeOptions
+from engine.audio import SAMPLE_RATE
+from engine.events import Caption, Word
+from engine.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.vad import WINDOW
+
+SCRIPT = [
+    # sentence one, then a pause from 2.6 s to 3.6 s, then sentence two
+    Word(" Hello", 0.2, 0.6), Word(" there", 0.7, 1.1), Word(" my", 1.2, 1.5),
+    Word(" friends.", 1.6, 2.4),
+    Word(" This", 3.7, 4.0), Word(" is", 4.1, 4.3), Word(" a", 4.4, 4.5), Word(" test.", 4.6, 5.2),
+]
+SILENCE = [(2.6, 3.6), (5.4, 7.0)]
+
+
+def make_audio(duration: float) -> np.ndarray:
+    t = np.arange(int(duration * SAMPLE_RATE), dtype=np.float64) / SAMPLE_RATE
+    audio = t / 1000.0
+    for lo, hi in SILENCE:
+        mask = (t >= lo) & (t < hi)
+        audio[mask] = -audio[mask] - 1e-6
+    return audio.astype(np.float32)
+
+
+class FakeVad:
+    def __init__(self) -> None:
+        self.windows_seen = 0
+        self._pending = np.zeros(0, dtype=np.float32)
+
+    def process(self, samples: np.ndarray) -> np.ndarray:
+        data = np.concatenate([self._pending, samples])
+        count = len(data) // WINDOW
+        self._pending = data[count * WINDOW :]
+        windows = data[: count * WINDOW].reshape(count, WINDOW)
+        self.windows_seen += count
+        return (windows.mean(axis=1) >= 0).astype(np.float32)
+
+
+class FakeTranscriber:
+    name = "fake"
+    multilingual = False
+
+    def __init__(self, fail_once: bool = False) -> None:
+        self.calls: list[DecodeOptions] = []
+        self.fail_once = fail_once
+
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+        self.calls.append(options)
+        if self.fail_once:
+            self.fail_once = False
+            raise RuntimeError("model exploded")
+        start = abs(float(audio[0])) * 1000.0
+        end = start + len(audio) / SAMPLE_RATE
+        out = []
+        for w in SCRIPT:
+            if w.start >= start - 0.05 and w.end <= end:
+                out.append(Word(w.text, w.start - start, w.end - start))
+            elif w.start >= start and w.start < end - 0.1:
+                # A cut-off word is guessed differently from one window to the next.
+                out.append(Word(f" uh{len(self.calls)}", w.start - start, end - start))
+        return out
+
+
+async def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)
+
+
+def make_recognizer(**config: Any) -> tuple[StreamingRecognizer, FakeTranscriber]:
+    counter = itertools.count()
+    transcriber = FakeTranscriber()
+    recognizer = StreamingRecognizer(
+        transcriber,
+        FakeVad(),  # type: ignore[arg-type]
+        run_inline,
+        lambda: next(counter),
+        RecognizerConfig(**config),
+    )
+    return recognizer, transcriber
+
+
+async def feed(recognizer: StreamingRecognizer, audio: np.ndarray, step_s: float) -> list[Caption]:
+    events: list[Caption] = []
+    hop = int(step_s * SAMPLE_RATE)
+    for i in range(0, len(audio), hop):
+        recognizer.push(audio[i : i + hop])
+        events.extend(await recognizer.step())
+    return events
+
+
+def finals(events: list[Caption]) -> list[str]:
+    return [e.text for e in events if e.state == "final"]
+
+
+async def test_drafts_then_finals_at_pauses() -> None:
+    recognizer, transcriber = make_recognizer()
+    events = await feed(recognizer, make_audio(7.0), 0.3)
+    assert finals(events) == ["Hello there my friends.", "This is a test."]
+    drafts = [e for e in events if e.state == "draft"]
+    assert drafts, "drafts must appear before the final"
+    first_final = next(i for i, e in enumerate(events) if e.state == "final")
+    assert events.index(drafts[0]) < first_final
+    # Segment ids increase; the final of a segment comes after its drafts.
+    assert [e.segment for e in events if e.state == "final"] == [0, 1]
+    # The refine pass used the larger beam, drafts the greedy one.
+    beams = {o.beam_size for o in transcriber.calls}
+    assert beams == {1, 5}
+
+
+async def test_refine_pass_gets_previous_finals_as_prompt() -> None:
+    recognizer, transcriber = make_recognizer()
+    await feed(recognizer, make_audio(7.0), 0.3)
+    refine_prompts = [o.prompt for o in transcriber.calls if o.beam_size == 5]
+    assert refine_prompts[0] is None
+    assert refine_prompts[1] == "Hello there my friends."
+
+
+async def test_finish_flushes_the_open_segment() -> None:
+    recognizer, _ = make_recognizer()
+    # Stop in the middle of the second sentence, before any pause.
+    events = await feed(recognizer, make_audio(4.8), 0.3)
+    assert finals(events) == ["Hello there my friends."]
+    tail = await recognizer.finish()
+    assert [e.state for e in tail] == ["final"]
+    assert tail[0].text.startswith("This is a")
+
+
+async def test_short_pause_after_committed_sentence_end_closes_the_segment() -> None:
+    # The 1 s pause is too short for min_silence_s, but it follows a committed sentence end.
+    recognizer, _ = make_recognizer(min_silence_s=5.0, sentence_min_s=1.0, short_pause_s=0.5)
+    events = await feed(recognizer, make_audio(5.3), 0.25)
+    assert finals(events)[0] == "Hello there my friends."
+
+
+async def test_segment_without_pause_is_cut_at_its_quietest_point() -> None:
+    recognizer, _ = make_recognizer(
+        min_silence_s=5.0, short_pause_s=5.0, long_segment_s=100, max_segment_s=3.0
+    )
+    events = await feed(recognizer, make_audio(7.0), 0.25)
+    # The first cut falls in the pause (2.6-3.6 s), the only quiet stretch after 2 s.
+    first = next(e for e in events if e.state == "final")
+    assert 2.4 <= first.end <= 3.7 and first.text == "Hello there my friends."
+
+
+async def test_without_refine_the_committed_words_are_the_final() -> None:
+    recognizer, transcriber = make_recognizer(refine=False)
+    events = await feed(recognizer, make_audio(7.0), 0.3)
+    assert finals(events) == ["Hello there my friends.", "This is a test."]
+    assert {o.beam_size for o in transcriber.calls} == {1}
+
+
+async def test_silence_only_never_decodes() -> None:
+    recognizer, transcriber = make_recognizer()
+    silence = -np.ones(SAMPLE_RATE * 3, dtype=np.float32) * 1e-3
+    events = await feed(recognizer, silence, 0.3)
+    assert events == [] and transcriber.calls == []
+    assert await recognizer.finish() == []
+
+
+async def test_model_failure_propagates_and_next_step_recovers() -> None:
+    recognizer, transcriber = make_recognizer()
+    transcriber.fail_once = True
+    audio = make_audio(7.0)
+    recognizer.push(audio[:8000])
+    recognizer.push(audio[8000:16000])
+    with pytest.raises(RuntimeError):
+        await recognizer.step()
+    events = await feed(recognizer, audio[16000:], 0.3)
+    assert "This is a test." in finals(events)

@@ -1,0 +1,173 @@
+"""Shared test support: where the evaluation data lives, and a real server process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import wave
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("INTERP_SHARED_DIR", REPO.parent / "shared"))
+EVAL = SHARED / "eval"
+LONGFORM_EN = EVAL / "longform" / "en"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def read_wav(path: Path) -> tuple[bytes, int]:
+    """PCM bytes and sample rate of a 16-bit mono WAV."""
+    with wave.open(str(path)) as handle:
+        assert handle.getsampwidth() == 2 and handle.getnchannels() == 1
+        return handle.readframes(handle.getnframes()), handle.getframerate()
+
+
+def normalise_for_wer(text: str) -> str:
+    """The bench's normalisation (docs/metrics.md): lowercase, punctuation stripped,
+    fillers dropped, digits spelled out."""
+    from bench.textnorm import normalise
+
+    return normalise(text)
+
+
+@dataclass
+class ServerProcess:
+    """A real ``interp serve`` in a child process on a free loopback port."""
+
+    data_dir: Path
+    env: Mapping[str, str] | None = None
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 180.0) -> ServerProcess:
+        self.port = self.port or free_port()
+        env = {**os.environ, "INTERP_DATA_DIR": str(self.data_dir), **(self.env or {})}
+        log = (self.data_dir / "server.log").open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log_tail()}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        raise RuntimeError(f"server not ready in {timeout}s: {self.log_tail()}")
+
+    def log_tail(self) -> str:
+        path = self.data_dir / "server.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        if kill:
+            self.process.kill()
+        else:
+            self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+
+@dataclass
+class PresenterRun:
+    """What a presenter client saw while streaming a recording."""
+
+    code: str
+    token: str
+    events: list[dict[str, object]]
+    close_code: int | None
+    close_reason: str
+
+    def finals(self, lang: str | None = None) -> list[dict[str, object]]:
+        return [
+            e
+            for e in self.events
+            if e.get("type") == "caption"
+            and e.get("state") == "final"
+            and (lang is None or e.get("lang") == lang)
+        ]
+
+    def final_text(self) -> str:
+        return " ".join(str(e["text"]) for e in self.finals() if e.get("source"))
+
+
+def create_session(base_url: str, **body: object) -> dict[str, str]:
+    payload = {"title": "test", "source_language": "en", "target_languages": [], **body}
+    response = httpx.post(f"{base_url}/api/sessions", json=payload, timeout=10)
+    response.raise_for_status()
+    data: dict[str, str] = response.json()
+    return data
+
+
+async def stream_recording(
+    base_url: str,
+    pcm: bytes,
+    rate: int = 16000,
+    *,
+    speed: float = 4.0,
+    chunk_s: float = 0.1,
+    session: dict[str, str] | None = None,
+) -> PresenterRun:
+    """Stream ``pcm`` through ``/ws/present`` at ``speed`` x real time, stop, and collect
+    every event until the server closes the socket."""
+    import asyncio
+    import json
+
+    import websockets
+
+    session = session or create_session(base_url)
+    ws_url = base_url.replace("http://", "ws://") + f"/ws/present/{session['code']}"
+    events: list[dict[str, object]] = []
+    async with websockets.connect(ws_url, max_size=2**22) as ws:
+        start = {"type": "start", "token": session["presenter_token"], "sample_rate": rate,
+                 "encoding": "pcm_s16le", "language": "en"}
+        await ws.send(json.dumps(start))
+        ready = json.loads(await ws.recv())
+        assert ready["type"] == "ready", ready
+
+        async def receive() -> None:
+            async for message in ws:
+                events.append(json.loads(message))
+
+        receiver = asyncio.create_task(receive())
+        step = int(rate * chunk_s) * 2
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        for i, offset in enumerate(range(0, len(pcm), step)):
+            await ws.send(pcm[offset : offset + step])
+            delay = began + (i + 1) * chunk_s / speed - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        await ws.send(json.dumps({"type": "stop"}))
+        await asyncio.wait_for(receiver, 300)
+        return PresenterRun(
+            session["code"], session["presenter_token"], events,
+            ws.close_code, ws.close_reason or "",
+        )
