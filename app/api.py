@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -159,4 +160,20 @@ async def get_transcript(request: Request) -> Response:
         body,
         media_type=media_type,
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+async def qr_code(request: Request) -> Response:
+    """The session's share link as an SVG QR code (for a slide or the presenter console)."""
+    import segno
+
+    services = services_of(request)
+    session = await services.registry.get(request.path_params["code"])
+    if session is None:
+        return error(404, "no session with that code")
+    link = f"{request.base_url}".rstrip("/") + f"/s/{session.code}"
+    buffer = io.BytesIO()
+    segno.make(link, error="m").save(buffer, kind="svg", scale=8, border=2, title=link)
+    return Response(
+        buffer.getvalue(), media_type="image/svg+xml", headers={"Cache-Control": "max-age=3600"}
     )

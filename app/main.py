@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -19,8 +20,10 @@ from starlette.templating import Jinja2Templates
 from app import api
 from app.listen import listen_endpoint
 from app.present import present_endpoint
+from app.security import SecurityHeaders
 from app.services import Services, TranscriberFactory, build_services, load_models, whisper_factory
 from app.settings import Settings
+from models import languages
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,30 @@ async def present_page(request: Request) -> Response:
             "title": record.title,
             "source_language": record.source_language,
             "listen_url": f"/s/{record.code}",
+        },
+    )
+
+
+async def listen_page(request: Request) -> Response:
+    services = services_of(request)
+    session = await services.registry.get(request.path_params["code"])
+    if session is None:
+        return templates.TemplateResponse(
+            request, "missing.html", {"code": request.path_params["code"]}, status_code=404
+        )
+    record = session.record
+    return templates.TemplateResponse(
+        request,
+        "listen.html",
+        {
+            "code": record.code,
+            "title": record.title,
+            "source_language": record.source_language,
+            "languages": [
+                {"code": c, "name": languages.get(c).english_name}
+                for c in (record.source_language, *record.target_languages)
+            ],
+            "state": session.state,
         },
     )
 
@@ -102,14 +129,18 @@ def create_app(settings: Settings | None = None, *, transcriber_factory: Transcr
     routes = [
         Route("/", index),
         Route("/p/{code}", present_page),
+        Route("/s/{code}", listen_page),
         Route("/healthz", healthz),
         Route("/readyz", readyz),
         Route("/api/sessions", api.create_session, methods=["POST"]),
         Route("/api/sessions/{code}", api.get_session),
         Route("/api/sessions/{code}/end", api.end_session, methods=["POST"]),
         Route("/api/sessions/{code}/transcript", api.get_transcript),
+        Route("/api/sessions/{code}/qr.svg", api.qr_code),
         WebSocketRoute("/ws/present/{code}", present_endpoint),
         WebSocketRoute("/ws/listen/{code}", listen_endpoint),
         Mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(
+        routes=routes, middleware=[Middleware(SecurityHeaders)], lifespan=lifespan
+    )

@@ -19,8 +19,6 @@ from playwright.sync_api import Page, expect
 
 from e2e.conftest import ConsoleLog, FakeAudio
 
-pytestmark = [pytest.mark.browser, pytest.mark.model]
-
 FRAME_MS = 100
 FRAME_BYTES = 16000 * FRAME_MS // 1000 * 2
 
@@ -89,6 +87,8 @@ def test_normalise_treats_reference_and_hypothesis_alike() -> None:
     assert normalise("1\nFrom fairest creatures") == "one from fairest creatures"
 
 
+@pytest.mark.browser
+@pytest.mark.model
 def test_presenter_streams_a_recording_into_live_captions(
     page: Page,
     console_log: ConsoleLog,
@@ -194,6 +194,8 @@ def test_presenter_streams_a_recording_into_live_captions(
     assert console_log.errors == [], f"console errors: {console_log.errors}"
 
 
+@pytest.mark.browser
+@pytest.mark.model
 def test_console_explains_a_refused_or_missing_presenter_link(
     page: Page, console_log: ConsoleLog, live_server: str, artifacts_dir: Path
 ) -> None:

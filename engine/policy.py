@@ -72,9 +72,10 @@ def anchor_to_hint(refined: Sequence[Word], hint: Sequence[Word], slack: int = 1
     """Keep a refined decode from inventing a tail the streaming hypotheses never heard.
 
     The refine pass may correct words, but text it adds after the last word it shares with
-    the hint (the segment's streamed words) is Whisper's trailing-silence invention ("Thank
-    you for watching."). Refined words after that last shared word are kept only up to the
-    number of hint words after it, plus ``slack``. With no hint the decode is kept as is.
+    the hint (the segment's streamed words) is often Whisper's trailing-silence invention
+    ("Thank you for watching."). Refined words after that last shared word are kept only up
+    to the number of hint words after it, plus ``slack`` (the caller sizes it to the speech
+    the hint had not yet heard). With no hint the decode is kept as is.
     """
     if not hint or not refined:
         return list(refined)

@@ -13,6 +13,7 @@ larger steps, not a backlog), scores it with the VAD, and then either
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -57,6 +58,8 @@ class RecognizerConfig:
     max_segment_s: float = 15.0
     """With no pause at all, a segment is cut at its quietest moment past this length."""
     lead_in_s: float = 0.3
+    min_speech_s: float = 0.3
+    """No draft decode until the segment holds this much speech."""
     draft_beam: int = 1
     refine_beam: int = 5
     refine: bool = True
@@ -135,8 +138,8 @@ class StreamingRecognizer:
             # Only silence so far: keep a short lead-in, drop the rest.
             seg.start = max(seg.start, now - self.config.lead_in_s)
             self._trim(seg.start)
-        elif not draft:
-            pass
+        elif not draft or span[1] - span[0] < self.config.min_speech_s:
+            pass  # too little speech yet: a decode would only guess
         elif (
             backlog > self.config.max_backlog_s
             and seg.drafted
@@ -258,7 +261,7 @@ class StreamingRecognizer:
             # Word timing is not needed (the caption spans the segment), so this decode skips
             # the alignment pass; the hint anchors its end instead.
             decoded = await self._decode(seg.start, cut, beam, cut, timestamps=False)
-            decoded = anchor_to_hint(decoded, hint)
+            decoded = anchor_to_hint(decoded, hint, self._unheard_words(hint, cut))
             if decoded or not hint:
                 words = decoded
         text = join_words(words)
@@ -282,6 +285,15 @@ class StreamingRecognizer:
         self._segment = _Segment(cut)
         self._trim(cut - self.config.lead_in_s)
         return events
+
+    def _unheard_words(self, hint: list[Word], cut: float) -> int:
+        """How many words may have been spoken after the hint's last word: the last draft
+        can predate the end of the segment by a step. Allows a brisk 3.5 words a second."""
+        span = self._speech.speech_span(self._segment.start)
+        if span is None:
+            return 1
+        heard_until = hint[-1].end if hint else self._segment.start
+        return 1 + math.ceil(max(0.0, min(cut, span[1]) - heard_until) * 3.5)
 
     def _segment_id(self) -> int:
         """The open segment's id, taken from the session when it first shows anything, so

@@ -1,0 +1,119 @@
+"""Hub and listener-queue policies: coalescing, finals kept, slow listeners closed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from engine.events import Caption, StateChange
+from engine.hub import InMemoryHub, ListenerQueue, ListenerTooSlow, SubscriptionClosed
+
+
+def cap(segment: int, state: str = "draft", text: str = "x", lang: str = "en", seq: int = 0) -> Caption:
+    return Caption(segment, lang, lang == "en", state, text, 0.0, 1.0, seq=seq)  # type: ignore[arg-type]
+
+
+def drain(queue: ListenerQueue) -> list[object]:
+    items = []
+    while len(queue):
+        items.append(queue._items.popleft())
+    return items
+
+
+def test_newer_draft_replaces_queued_draft_of_same_segment() -> None:
+    queue = ListenerQueue()
+    for i in range(5):
+        queue.put(cap(0, text=f"d{i}", seq=i + 1))
+    queue.put(cap(1, text="other", seq=6))
+    items = drain(queue)
+    assert [c.text for c in items] == ["d4", "other"]  # type: ignore[attr-defined]
+    assert queue.replaced_drafts == 4
+
+
+def test_final_removes_queued_drafts_and_is_kept() -> None:
+    queue = ListenerQueue()
+    queue.put(cap(0, text="draft", seq=1))
+    queue.put(cap(0, "final", "done", seq=2))
+    assert [c.state for c in drain(queue)] == ["final"]  # type: ignore[attr-defined]
+
+
+def test_finals_are_never_coalesced() -> None:
+    queue = ListenerQueue(max_events=100)
+    for i in range(50):
+        queue.put(cap(i, "final", f"f{i}", seq=i + 1))
+    assert len(drain(queue)) == 50
+
+
+async def test_listener_too_far_behind_is_closed() -> None:
+    queue = ListenerQueue(max_events=10)
+    for i in range(11):
+        queue.put(cap(i, "final", seq=i + 1))
+    with pytest.raises(ListenerTooSlow):
+        await queue.get()
+
+
+async def test_closed_queue_delivers_what_it_holds_then_ends() -> None:
+    queue = ListenerQueue()
+    queue.put(cap(0, "final", seq=1))
+    queue.close()
+    assert (await queue.get()).seq == 1
+    with pytest.raises(SubscriptionClosed):
+        await queue.get()
+
+
+async def test_stalled_listener_does_not_slow_publishing_or_others() -> None:
+    hub = InMemoryHub(max_queue=20)
+    hub.open("ABC")
+    stalled = hub.subscribe("ABC", frozenset({"en"}))
+    healthy = hub.subscribe("ABC", frozenset({"en"}))
+    received: list[int] = []
+
+    async def read() -> None:
+        while len(received) < 100:
+            received.append((await healthy.get()).seq)
+
+    reader = asyncio.create_task(read())
+    for i in range(100):
+        hub.publish("ABC", hub.number("ABC", cap(i, "final")))
+        await asyncio.sleep(0)
+    await asyncio.wait_for(reader, 2)
+    assert received == list(range(1, 101))
+    with pytest.raises(ListenerTooSlow):
+        await stalled.get()
+
+
+def test_backfill_after_since_has_finals_and_newest_open_draft() -> None:
+    hub = InMemoryHub()
+    hub.open("ABC")
+    for event in [cap(0, text="a"), cap(0, "final", "A"), cap(1, text="b1"), cap(1, text="b2"),
+                  StateChange("live", 3), cap(2, "final", "C", lang="es")]:
+        hub.publish("ABC", hub.number("ABC", event))
+    sub = hub.subscribe("ABC", frozenset({"en"}), since=0)
+    items = drain(sub.queue)
+    assert [(type(e).__name__, getattr(e, "text", None)) for e in items] == [
+        ("Caption", "A"), ("Caption", "b2"), ("StateChange", None)
+    ]
+    later = hub.subscribe("ABC", frozenset({"en"}), since=2)
+    assert [getattr(e, "text", None) for e in drain(later.queue)] == ["b2", None]
+
+
+def test_language_switch_backfills_translated_finals() -> None:
+    hub = InMemoryHub()
+    hub.open("ABC")
+    hub.publish("ABC", hub.number("ABC", cap(0, "final", "hello")))
+    hub.publish("ABC", hub.number("ABC", cap(0, "final", "hola", lang="es")))
+    sub = hub.subscribe("ABC", frozenset({"en"}))
+    assert [e.text for e in drain(sub.queue)] == ["hello"]  # type: ignore[attr-defined]
+    hub.set_languages(sub, frozenset({"es"}))
+    assert [e.text for e in drain(sub.queue)] == ["hola"]  # type: ignore[attr-defined]
+
+
+def test_listener_count_excludes_the_presenter() -> None:
+    hub = InMemoryHub()
+    hub.open("ABC")
+    a = hub.subscribe("ABC", frozenset({"en"}))
+    hub.subscribe("ABC", frozenset(), counted=False)
+    assert hub.listener_count("ABC") == 1
+    hub.unsubscribe(a)
+    assert hub.listener_count("ABC") == 0
