@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-EVAL_LONGFORM_EN = Path("/work/shared/eval/longform/en")
+from bench.paths import EVAL
+
+EVAL_LONGFORM_EN = EVAL / "longform" / "en"
 
 EXCLUDED_BY_DEFAULT = ("_SILVER", "_concat")
 """Name parts of files left out unless named: ``*_SILVER`` has a machine-made reference and

@@ -1,6 +1,6 @@
 """Text normalisation applied to both sides before any word comparison (WER, alignment, erasure).
 
-The references in ``/work/shared/eval`` differ in style (cased and punctuated with disfluencies,
+The references in ``shared/eval`` differ in style (cased and punctuated with disfluencies,
 verse with curly apostrophes, digits or spelled-out numbers), and so does Whisper's output, so
 both are reduced to the same plain word sequence. The rules are listed in ``docs/metrics.md``.
 """

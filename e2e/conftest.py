@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import (
+from tests.support import LONGFORM_EN
     Browser,
     ConsoleMessage,
     Error,
@@ -27,7 +28,7 @@ from playwright.sync_api import (
 CHROMIUM = Path("/usr/bin/chromium")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO_ROOT / "test-artifacts"
-EVAL_EN = Path("/work/shared/eval/longform/en")
+EVAL_EN = LONGFORM_EN
 
 # The first 31.0 s of LibriVox Sonnet 1: the spoken number and the first eight verse lines
 # (the octave). 31.0 s lies inside the 30.3-31.1 s pause before "Thou that art now..." (measured
@@ -169,10 +170,20 @@ def console_log() -> ConsoleLog:
     return ConsoleLog()
 
 
-@pytest.fixture
-def page(browser: Browser, console_log: ConsoleLog) -> Iterator[Page]:
-    """A laptop-sized page under STRICT_CSP, its console captured in `console_log`."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+# A phone (iPhone 12-14 class): what a listener holds in the audience.
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 2,
+    "is_mobile": True,
+    "has_touch": True,
+}
+LAPTOP = {"viewport": {"width": 1280, "height": 800}}
+
+
+def open_page(browser: Browser, console_log: ConsoleLog, **context_options: object) -> Page:
+    """A page in a new browser context (`context_options`: viewport, is_mobile, ...) under
+    STRICT_CSP, its console captured in `console_log`. Close it with `page.context.close()`."""
+    context = browser.new_context(**context_options)  # type: ignore[arg-type]
     # A document fulfilled by a route has no IP address space, so Chromium's Local Network
     # Access checks would block its WebSocket to 127.0.0.1; grant what a user would allow.
     context.grant_permissions(["local-network-access"])
@@ -190,7 +201,14 @@ def page(browser: Browser, console_log: ConsoleLog) -> Iterator[Page]:
 
     page.on("console", on_console)
     page.on("pageerror", on_page_error)
+    return page
+
+
+@pytest.fixture
+def page(browser: Browser, console_log: ConsoleLog) -> Iterator[Page]:
+    """A laptop-sized page under STRICT_CSP, its console captured in `console_log`."""
+    page = open_page(browser, console_log, **LAPTOP)
     try:
         yield page
     finally:
-        context.close()
+        page.context.close()

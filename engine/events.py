@@ -1,13 +1,15 @@
 """Typed events that flow from a session's pipeline to its log, hub and clients.
 
 Every event a client sees is one of these frozen dataclasses. ``seq`` is assigned by the
-session log when the event is appended (session-wide, strictly increasing); an event built
-by a pipeline stage carries ``seq=0`` until then.
+session log when the event is numbered (session-wide, strictly increasing) and ``ts`` is the
+server's wall-clock time (unix seconds) at that moment; an event built by a pipeline stage
+carries ``seq=0`` until then.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -43,6 +45,7 @@ class Caption:
     end: float
     seq: int = 0
     stable: int = 0
+    ts: float = 0.0
     type: Literal["caption"] = "caption"
 
     @property
@@ -57,6 +60,7 @@ class StateChange:
     state: SessionState
     listeners: int = 0
     seq: int = 0
+    ts: float = 0.0
     type: Literal["state"] = "state"
 
 
@@ -66,15 +70,16 @@ class ErrorEvent:
 
     message: str
     seq: int = 0
+    ts: float = 0.0
     type: Literal["error"] = "error"
 
 
 Event = Caption | StateChange | ErrorEvent
 
 
-def with_seq(event: Event, seq: int) -> Event:
-    """Return ``event`` numbered with ``seq``."""
-    return dataclasses.replace(event, seq=seq)
+def with_seq(event: Event, seq: int, ts: float = 0.0) -> Event:
+    """Return ``event`` numbered with ``seq`` and stamped with ``ts``."""
+    return dataclasses.replace(event, seq=seq, ts=ts)
 
 
 def to_dict(event: Event) -> dict[str, Any]:
@@ -83,10 +88,13 @@ def to_dict(event: Event) -> dict[str, Any]:
     if isinstance(event, Caption):
         data["start"] = round(event.start, 3)
         data["end"] = round(event.end, 3)
+    data["ts"] = round(event.ts, 3)
     return data
 
 
+@functools.lru_cache(maxsize=4096)
 def to_json(event: Event) -> str:
+    """The wire text of an event; cached, since one event goes to every listener."""
     return json.dumps(to_dict(event), ensure_ascii=False, separators=(",", ":"))
 
 

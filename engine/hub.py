@@ -14,6 +14,7 @@ Listener queue overflow policy (:class:`ListenerQueue`):
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -122,7 +123,7 @@ class SessionLog:
     def number(self, event: Event) -> Event:
         """Give ``event`` the next ``seq`` (the session is this log's only writer)."""
         self.seq += 1
-        return with_seq(event, self.seq)
+        return with_seq(event, self.seq, time.time())
 
     def append(self, numbered: Event) -> Event:
         """Keep an already numbered event."""

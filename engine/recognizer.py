@@ -34,8 +34,8 @@ from engine.vad import SpeechTrack, StreamingVad
 
 T = TypeVar("T")
 
-TRAILING_SLACK = 0.1
-"""Seconds after the VAD's last speech in which a decoded word may still start."""
+TRAILING_SLACK = 0.3
+"""Seconds of audio after the VAD's last speech that a draft decode still reads."""
 
 
 class RunInThread(Protocol):
@@ -58,6 +58,7 @@ class RecognizerConfig:
     max_segment_s: float = 15.0
     """With no pause at all, a segment is cut at its quietest moment past this length."""
     lead_in_s: float = 0.3
+    draft_word_timestamps: bool = False
     min_speech_s: float = 0.3
     """No draft decode until the segment holds this much speech."""
     draft_beam: int = 1
@@ -157,7 +158,7 @@ class StreamingRecognizer:
         events = await self.step(draft=False)
         seg = self._segment
         if self._speech.speech_span(seg.start) is not None or seg.agreement.words():
-            events.extend(await self._close(now, seg.agreement.words()))
+            events.extend(await self._close(now, seg.agreement.words(), pad=0.4))
         self.processed_until = now
         return events
 
@@ -175,13 +176,15 @@ class StreamingRecognizer:
         return text or None
 
     async def _decode(
-        self, start: float, end: float, beam: int, speech_end: float, *, timestamps: bool = True
+        self, start: float, end: float, beam: int, *, timestamps: bool, pad: float = 0.0
     ) -> list[Word]:
-        """Decode ``[start, end)``; words that begin after ``speech_end`` (where the VAD heard
-        the last speech) are dropped: Whisper invents text ("Thank you.") in trailing silence."""
+        """Decode ``[start, end)``, followed by ``pad`` seconds of silence (a stream that
+        stopped mid-phrase otherwise loses its last word)."""
         audio = self._buffer.slice(start, end)
         if audio.size < 1600:  # under 0.1 s: nothing a model can read
             return []
+        if pad > 0:
+            audio = np.concatenate([audio, np.zeros(int(pad * 16000), dtype=np.float32)])
         options = DecodeOptions(
             language=self.config.language,
             beam_size=beam,
@@ -190,17 +193,17 @@ class StreamingRecognizer:
             word_timestamps=timestamps,
         )
         words = await self._run(self._transcriber.transcribe, np.ascontiguousarray(audio), options)
-        shifted = [
-            Word(w.text, w.start + start, w.end + start, w.probability)
-            for w in words
-            if w.start + start < speech_end
-        ]
+        shifted = [Word(w.text, w.start + start, w.end + start, w.probability) for w in words]
         return guard_repetitions(shifted)
 
     async def _draft(self, now: float, speech_end: float) -> list[Caption]:
         seg = self._segment
+        # Decode only up to shortly after the last speech: Whisper invents text ("Thank
+        # you.") in trailing silence. Word timing is off by default: text agreement needs
+        # none, and skipping the alignment pass saves a fifth of each step.
+        end = min(now, speech_end + TRAILING_SLACK)
         words = await self._decode(
-            seg.start, now, self.config.draft_beam, speech_end + TRAILING_SLACK
+            seg.start, end, self.config.draft_beam, timestamps=self.config.draft_word_timestamps
         )
         self.draft_steps += 1
         seg.agreement.update(words)
@@ -247,7 +250,7 @@ class StreamingRecognizer:
             return self._speech.quietest(seg.start + config.max_segment_s * 2 / 3, now)
         return None
 
-    async def _close(self, cut: float, hint: list[Word]) -> list[Caption]:
+    async def _close(self, cut: float, hint: list[Word], *, pad: float = 0.0) -> list[Caption]:
         """Finalise the open segment up to ``cut``; start the next one there.
 
         ``hint`` is what streaming showed for the segment. The whole segment is decoded once
@@ -260,7 +263,7 @@ class StreamingRecognizer:
             beam = self.config.refine_beam if self.config.refine else self.config.draft_beam
             # Word timing is not needed (the caption spans the segment), so this decode skips
             # the alignment pass; the hint anchors its end instead.
-            decoded = await self._decode(seg.start, cut, beam, cut, timestamps=False)
+            decoded = await self._decode(seg.start, cut, beam, timestamps=False, pad=pad)
             decoded = anchor_to_hint(decoded, hint, self._unheard_words(hint, cut))
             if decoded or not hint:
                 words = decoded

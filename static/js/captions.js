@@ -1,9 +1,12 @@
 // A live caption view, shared by the presenter console and the listener page.
 //
-// Feed it caption events (docs/protocol.md) with `apply(event)`. One element per segment: a
-// draft is shown in place (grey; the part past `stable` in italics) and every later draft or the
-// final rewrites that same element, so text never jumps to another line. Finals are marked
-// `data-state="final"` and never change again. The view follows the newest caption while the
+// Feed it caption events (docs/protocol.md) with `apply(event)`. One row per segment
+// (`.caption-row`), holding one line per language (`p.caption`): the source line first, then the
+// translation into the chosen language, if any. A draft is shown in place (grey; the part past
+// `stable` in italics) and every later draft or the final rewrites that same line, so text never
+// jumps to another line. Finals are marked `data-state="final"` and never change again. A row
+// that holds a translation is marked `data-translated`; the stylesheet decides whether the source
+// line above it shows (bilingual view) or not. The view follows the newest caption while the
 // reader is at the bottom; scrolling up pauses that and shows the optional "jump to live" button.
 
 const FOLLOW_SLACK_PX = 48;
@@ -11,31 +14,45 @@ const FOLLOW_SLACK_PX = 48;
 export class CaptionView {
   /**
    * @param {HTMLElement} container the scrollable element that holds the captions
-   * @param {{lang?: string|null, source?: boolean|null, jumpButton?: HTMLElement|null}} options
+   * @param {{lang?: string|null, source?: boolean|null, translation?: string|null,
+   *          jumpButton?: HTMLElement|null}} options
    *   lang / source: only show events for this language / only source or only translations
-   *   (null shows all). jumpButton: shown while the reader has scrolled away from live.
+   *   (null shows all). translation: the one language whose translations are shown (defaults to
+   *   `lang`; translations into other languages are ignored). jumpButton: shown while the reader
+   *   has scrolled away from live.
    */
-  constructor(container, { lang = null, source = null, jumpButton = null } = {}) {
+  constructor(container, { lang = null, source = null, translation = null, jumpButton = null } = {}) {
     this.container = container;
     this.lang = lang;
     this.source = source;
+    this.translation = translation ?? lang;
     this.jumpButton = jumpButton;
-    this.segments = new Map(); // key -> {element, stable, tail, seq, final}
+    this.lines = new Map(); // key -> {element, row, stable, tail, seq, final}
+    this.rows = new Map(); // segment -> row element
     this.following = true;
     container.addEventListener('scroll', () => this.#onScroll(), { passive: true });
     if (jumpButton) jumpButton.addEventListener('click', () => this.jumpToLive());
   }
 
-  /** Show captions for another language (the listener's language switch). Clears the view. */
-  setLanguage(lang) {
-    this.lang = lang;
-    this.clear();
+  /**
+   * Show translations into `lang` (null: none) from now on. Lines of the previous translation
+   * are removed; source lines stay. The server backfills the new language's finals.
+   */
+  setTranslation(lang) {
+    if (lang === this.translation) return;
+    this.translation = lang;
+    for (const [key, entry] of this.lines) {
+      if (!key.startsWith('t:')) continue;
+      this.#removeLine(key, entry);
+    }
+    this.#afterChange();
   }
 
   /** Remove every caption. */
   clear() {
-    for (const entry of this.segments.values()) entry.element.remove();
-    this.segments.clear();
+    for (const row of this.rows.values()) row.remove();
+    this.rows.clear();
+    this.lines.clear();
   }
 
   /**
@@ -45,17 +62,15 @@ export class CaptionView {
    *          state: 'draft'|'final', text: string, start: number, end: number, stable?: number}} event
    */
   apply(event) {
-    if (!event || event.type !== 'caption') return false;
-    if (this.lang !== null && event.lang !== this.lang) return false;
-    if (this.source !== null && Boolean(event.source) !== this.source) return false;
-    const key = `${event.lang}:${event.segment}`;
-    let entry = this.segments.get(key);
+    if (!this.accepts(event)) return false;
+    const key = CaptionView.key(event);
+    let entry = this.lines.get(key);
     if (entry && (entry.final || (typeof event.seq === 'number' && event.seq <= entry.seq))) {
       return false;
     }
     const final = event.state === 'final';
     const text = (event.text || '').trim();
-    if (!text && !final && !entry) return false; // nothing to show yet
+    if (!text && !entry) return false; // nothing to show (yet), or a segment that was silence
 
     if (!entry) entry = this.#create(key, event, final);
     entry.seq = typeof event.seq === 'number' ? event.seq : entry.seq;
@@ -71,13 +86,29 @@ export class CaptionView {
     entry.stable.textContent = text.slice(0, stableLength);
     entry.tail.textContent = text.slice(stableLength);
     if (final && !text) {
-      entry.element.remove(); // a segment that turned out to be silence
+      // A segment that turned out to be silence; remember it as final so repeats stay ignored.
+      entry.element.remove();
+      this.#dropEmptyRow(entry.row);
     }
     this.#afterChange();
     return true;
   }
 
-  /** Final text of every segment shown, in order, one line each. */
+  /** Whether `event` is a caption this view shows (its language and kind). */
+  accepts(event) {
+    if (!event || event.type !== 'caption') return false;
+    if (this.lang !== null && event.lang !== this.lang) return false;
+    if (this.source !== null && Boolean(event.source) !== this.source) return false;
+    if (!event.source && event.lang !== this.translation) return false;
+    return true;
+  }
+
+  /** The identity of a caption line: source or translation, language, segment. */
+  static key(event) {
+    return `${event.source ? 's' : 't'}:${event.lang}:${event.segment}`;
+  }
+
+  /** Final text of every line shown, in order, one line each. */
   get finalText() {
     return [...this.container.querySelectorAll('.caption[data-state="final"]')]
       .map((element) => element.textContent.trim())
@@ -93,8 +124,9 @@ export class CaptionView {
   }
 
   #create(key, event, final) {
+    const row = this.#row(event.segment);
     const element = document.createElement('p');
-    element.className = 'caption';
+    element.className = event.source ? 'caption caption-source' : 'caption caption-translation';
     element.dataset.state = final ? 'final' : 'draft';
     element.dataset.segment = String(event.segment);
     element.dataset.lang = event.lang;
@@ -105,16 +137,47 @@ export class CaptionView {
     const tail = document.createElement('span');
     tail.className = 'caption-tail';
     element.append(stable, tail);
-
-    for (const placeholder of this.container.querySelectorAll('.captions-empty')) placeholder.remove();
-    // Keep segment order even if an event for an earlier segment arrives late.
-    const next = [...this.container.querySelectorAll('.caption')].find(
-      (other) => other.dataset.lang === event.lang && Number(other.dataset.segment) > event.segment,
-    );
-    this.container.insertBefore(element, next || null);
-    const entry = { element, stable, tail, seq: -Infinity, final: false };
-    this.segments.set(key, entry);
+    // The source line sits above its translation.
+    if (event.source) row.prepend(element);
+    else {
+      row.append(element);
+      row.dataset.translated = '';
+    }
+    const entry = { element, row, stable, tail, seq: -Infinity, final: false };
+    this.lines.set(key, entry);
     return entry;
+  }
+
+  #row(segment) {
+    const existing = this.rows.get(segment);
+    if (existing) return existing;
+    for (const placeholder of this.container.querySelectorAll('.captions-empty')) placeholder.remove();
+    const row = document.createElement('div');
+    row.className = 'caption-row';
+    row.dataset.segment = String(segment);
+    // Keep segment order even if an event for an earlier segment arrives late.
+    let next = null;
+    for (const [other, element] of this.rows) {
+      if (other > segment && (next === null || other < Number(next.dataset.segment))) next = element;
+    }
+    // Inserted empty, then filled: observers see the caption line itself being added.
+    this.container.insertBefore(row, next);
+    this.rows.set(segment, row);
+    return row;
+  }
+
+  #removeLine(key, entry) {
+    entry.element.remove();
+    this.lines.delete(key);
+    if (!entry.row.querySelector('.caption-translation')) delete entry.row.dataset.translated;
+    this.#dropEmptyRow(entry.row);
+  }
+
+  #dropEmptyRow(row) {
+    if (row.childElementCount > 0) return;
+    row.remove();
+    const segment = Number(row.dataset.segment);
+    if (this.rows.get(segment) === row) this.rows.delete(segment);
   }
 
   #afterChange() {

@@ -1,5 +1,6 @@
 // The presenter console (templates/present.html): microphone picker, start/stop, level meter,
-// status line and the presenter's own live captions.
+// status line, the presenter's own live captions, and the share panel (join code, link, QR
+// code, listener count, transcript downloads, "End session").
 //
 // The presenter token arrives in the URL fragment (`#token=...`, never sent to the server by the
 // browser). It is kept in sessionStorage for this tab and then removed from the address bar so a
@@ -29,7 +30,17 @@ const ui = {
   copyLink: document.getElementById('copy-link'),
   copyPresenterLink: document.getElementById('copy-presenter-link'),
   listenLink: document.getElementById('listen-link'),
+  joinOrigin: document.getElementById('join-origin'),
+  listenerCount: document.getElementById('share-listener-count'),
+  listenerLabel: document.getElementById('share-listener-label'),
+  transcriptLang: document.getElementById('transcript-lang'),
+  transcriptLinks: [...document.querySelectorAll('.share .transcript-link')],
+  endSession: document.getElementById('end-session'),
 };
+
+// While no stream is open the console has no socket to hear joins and leaves on, so it asks
+// GET /api/sessions/{code} this often (only while the tab is visible).
+const FACTS_REFRESH_MS = 10_000;
 
 const stats = {
   framesSent: 0,
@@ -40,6 +51,7 @@ const stats = {
   inputRate: null,
   lagSeconds: 0,
   listeners: null,
+  session: 'unknown', // the session's own state: waiting | live | ended
   lastError: null,
 };
 window.interpStats = stats;
@@ -89,6 +101,7 @@ const STATUS_TEXT = {
   stopping: 'Finishing the last sentence…',
   ended: 'Stream ended. Press Start to continue the session.',
   error: 'Stopped.',
+  closed: 'Session ended. Listeners can still download the transcript.',
 };
 
 function formatClock(seconds) {
@@ -115,7 +128,8 @@ function setState(state) {
   stats.state = state;
   document.body.dataset.streamState = state;
   const busy = state === 'starting' || state === 'live' || state === 'stopping';
-  ui.start.disabled = busy || !token;
+  ui.start.disabled = busy || !token || state === 'closed';
+  ui.endSession.disabled = !token || state === 'closed' || state === 'stopping';
   ui.stop.disabled = !(state === 'live' || state === 'starting');
   if (state === 'live') {
     liveSince = performance.now();
@@ -221,7 +235,8 @@ function onServerEvent(event) {
       renderStatus();
       break;
     case 'state':
-      if (typeof event.listeners === 'number') stats.listeners = event.listeners;
+      if (typeof event.listeners === 'number') setListeners(event.listeners);
+      if (event.state) stats.session = event.state;
       renderStatus();
       break;
     case 'error':
@@ -328,6 +343,94 @@ async function copyText(text, button) {
   }, 1500);
 }
 
+function setListeners(count) {
+  stats.listeners = count;
+  ui.listenerCount.textContent = String(count);
+  ui.listenerLabel.textContent = count === 1 ? 'listener' : 'listeners';
+}
+
+function renderTranscriptLinks() {
+  const lang = ui.transcriptLang.value || language;
+  for (const link of ui.transcriptLinks) {
+    const query = new URLSearchParams({ lang, format: link.dataset.format });
+    link.href = `/api/sessions/${encodeURIComponent(code)}/transcript?${query}`;
+    link.download = `${code}-${lang}.${link.dataset.format}`;
+  }
+}
+
+function showLanguages(languages) {
+  if (ui.transcriptLang.options.length > 0 || languages.length < 2) return;
+  ui.transcriptLang.replaceChildren(...languages.map((lang) => new Option(lang, lang)));
+  ui.transcriptLang.value = language;
+  ui.transcriptLang.hidden = false;
+}
+
+/** The session's public facts (GET /api/sessions/{code}): audience size, languages, state. */
+async function refreshFacts() {
+  let facts;
+  try {
+    const response = await fetch(`/api/sessions/${encodeURIComponent(code)}`, {
+      headers: { Accept: 'application/json' },
+    });
+    if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
+    facts = await response.json();
+  } catch (error) {
+    console.warn('cannot read the session facts', error);
+    return;
+  }
+  if (typeof facts.listeners === 'number') setListeners(facts.listeners);
+  if (Array.isArray(facts.languages)) showLanguages(facts.languages);
+  stats.session = facts.state;
+  if (facts.state === 'ended' && stats.state !== 'closed') setState('closed');
+  else renderStatus();
+}
+
+let factsTimer = null;
+
+function scheduleFacts() {
+  window.clearTimeout(factsTimer);
+  factsTimer = null;
+  if (stats.state === 'closed' || document.visibilityState !== 'visible') return;
+  factsTimer = window.setTimeout(async () => {
+    // While streaming, state events on the socket carry the count already.
+    if (!socket) await refreshFacts();
+    scheduleFacts();
+  }, FACTS_REFRESH_MS);
+}
+
+async function endSession() {
+  if (!token || stats.state === 'closed') return;
+  const sure = window.confirm(
+    'End this session for everyone? Nobody can stream to it again; listeners keep the transcript.',
+  );
+  if (!sure) return;
+  ui.endSession.disabled = true;
+  if (stats.state === 'live' || stats.state === 'starting') await stopStreaming();
+  try {
+    const response = await fetch(`/api/sessions/${encodeURIComponent(code)}/end`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
+    });
+    if (!response.ok) {
+      let message = `${response.status} ${response.statusText}`;
+      try {
+        const body = await response.json();
+        if (body && body.error) message = body.error;
+      } catch (error) {
+        console.warn('error response is not JSON', error);
+      }
+      throw new Error(message);
+    }
+  } catch (error) {
+    showError(`Could not end the session: ${error.message}`);
+    ui.endSession.disabled = false;
+    return;
+  }
+  clearError();
+  stats.session = 'ended';
+  setState('closed');
+}
+
 // ---------------------------------------------------------------- wiring
 
 ui.start.addEventListener('click', startStreaming);
@@ -352,9 +455,19 @@ window.addEventListener('beforeunload', (event) => {
 window.addEventListener('pagehide', () => {
   if (socket) socket.abort('page closed');
 });
+ui.endSession.addEventListener('click', endSession);
+ui.transcriptLang.addEventListener('change', renderTranscriptLinks);
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState !== 'visible') return;
+  if (!socket) refreshFacts();
+  scheduleFacts();
+});
 
 ui.listenLink.textContent = ui.listenLink.href; // absolute, ready to read out or paste
+ui.joinOrigin.textContent = window.location.host;
 setState('idle');
+renderTranscriptLinks();
+refreshFacts().then(scheduleFacts);
 if (!token) {
   showError(
     'This console needs the presenter link you got when you created the session '

@@ -61,10 +61,12 @@ async def test_stream_at_another_sample_rate_is_resampled(server: ServerProcess)
 
 
 async def _close_of(url: str, messages: list[str | bytes]) -> tuple[int, str]:
+    """Send ``messages`` and return the close code and reason the server answers with (the
+    server may close before every message is sent)."""
     async with websockets.connect(url) as ws:
-        for message in messages:
-            await ws.send(message)
         with pytest.raises(websockets.ConnectionClosed) as info:
+            for message in messages:
+                await ws.send(message)
             while True:
                 await asyncio.wait_for(ws.recv(), 30)
     rcvd = info.value.rcvd

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from models import languages
 from models.apertium import (
+from tests.support import EVAL
     MAX_REQUEST_CHARS,
     ApertiumError,
     ApertiumTimeout,
@@ -38,7 +39,7 @@ from models.apertium import (
     unescape,
 )
 
-FLORES_DIR = Path("/work/shared/eval/mt_text/flores200_devtest")
+FLORES_DIR = EVAL / "mt_text" / "flores200_devtest"
 RESERVED = "/\\[]^$@<>{}~"
 
 

@@ -11,8 +11,9 @@ from faster_whisper.tokenizer import _LANGUAGE_CODES as WHISPER_CODES
 
 from models import languages
 from models.languages import Language, UnknownLanguage
+from tests.support import EVAL
 
-FLORES_DIR = Path("/work/shared/eval/mt_text/flores200_devtest")
+FLORES_DIR = EVAL / "mt_text" / "flores200_devtest"
 APERTIUM_MODES = Path("/usr/share/apertium/modes")
 
 

@@ -1,0 +1,162 @@
+// The audience side of WebSocket /ws/listen/{code} (docs/protocol.md, version 1).
+//
+// Keeps one connection open for as long as the page wants it. Every event carries a
+// session-wide `seq`; the socket remembers the highest one and, after any drop, reconnects with
+// `since=<that seq>` so the server backfills exactly what was missed (every final, the newest
+// draft of an open segment). Reconnects back off exponentially with full jitter, so a server
+// restart is not met by every phone at the same instant; going offline waits for the browser's
+// `online` event, and a page coming back to the foreground retries at once.
+//
+// Close codes that no retry can fix (1008: no such session or origin refused; 1003: the request
+// itself is wrong) end the socket for good. 1013 (too far behind, or the session is full) and
+// everything else is retried.
+
+const BASE_DELAY_MS = 500;
+const MAX_DELAY_MS = 15_000;
+const PERMANENT_CLOSE_CODES = new Set([1003, 1008]);
+const CLIENT_CLOSE_OFFLINE = 4000;
+
+export function listenSocketUrl(code, { lang, since, audio = false }, location = window.location) {
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const query = new URLSearchParams({ lang, since: String(since), audio: audio ? '1' : '0' });
+  return `${scheme}//${location.host}/ws/listen/${encodeURIComponent(code)}?${query}`;
+}
+
+/** The delay before reconnect attempt `attempt` (1, 2, ...): exponential, full jitter. */
+export function backoffDelay(attempt, random = Math.random) {
+  const ceiling = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** Math.max(0, attempt - 1));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+export class ListenerSocket {
+  /**
+   * @param {{code: string, lang: string, since?: number,
+   *          onEvent: (event: object) => void,
+   *          onStatus: (status: string, detail: object) => void}} options
+   *   onStatus gets 'connecting', 'open', 'reconnecting' ({attempt, delayMs, code, reason}),
+   *   'offline', or 'failed' ({code, reason}: closed for good by the server).
+   */
+  constructor({ code, lang, since = 0, onEvent, onStatus }) {
+    this.code = code;
+    this.lang = lang;
+    this.lastSeq = since;
+    this.onEvent = onEvent;
+    this.onStatus = onStatus;
+    this.ws = null;
+    this.attempt = 0;
+    this.opens = 0;
+    this.timer = null;
+    this.stopped = false;
+    this.gotMessage = false;
+    this.onOnline = () => this.#retryNow();
+    this.onOffline = () => this.#dropForOffline();
+    this.onVisible = () => {
+      if (document.visibilityState === 'visible') this.#retryNow();
+    };
+  }
+
+  /** Connect, and keep reconnecting until close() or a permanent refusal. */
+  start() {
+    window.addEventListener('online', this.onOnline);
+    window.addEventListener('offline', this.onOffline);
+    document.addEventListener('visibilitychange', this.onVisible);
+    this.#connect();
+  }
+
+  /** Whether the socket is open now. */
+  get connected() {
+    return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /** Switch language without reconnecting (and use it for every reconnect after). */
+  setLanguage(lang) {
+    this.lang = lang;
+    if (this.connected) this.ws.send(JSON.stringify({ type: 'language', lang }));
+  }
+
+  /** Close for good (the session ended, or the page is going away). */
+  close(reason = 'listener left') {
+    this.stopped = true;
+    window.clearTimeout(this.timer);
+    this.timer = null;
+    window.removeEventListener('online', this.onOnline);
+    window.removeEventListener('offline', this.onOffline);
+    document.removeEventListener('visibilitychange', this.onVisible);
+    if (this.ws && this.ws.readyState <= WebSocket.OPEN) this.ws.close(1000, reason);
+  }
+
+  #connect() {
+    this.timer = null;
+    if (this.stopped) return;
+    this.gotMessage = false;
+    this.onStatus('connecting', { attempt: this.attempt });
+    const ws = new WebSocket(listenSocketUrl(this.code, { lang: this.lang, since: this.lastSeq }));
+    this.ws = ws;
+    ws.addEventListener('open', () => {
+      if (this.ws !== ws) return;
+      this.opens += 1;
+      this.onStatus('open', { reconnect: this.opens > 1 });
+    });
+    ws.addEventListener('message', (event) => {
+      if (this.ws === ws) this.#onMessage(event);
+    });
+    ws.addEventListener('close', (event) => {
+      if (this.ws === ws) this.#onClose(event);
+    });
+  }
+
+  #onMessage(message) {
+    if (typeof message.data !== 'string') return; // spoken audio: not requested (audio=0)
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch (error) {
+      console.warn('ignoring a message that is not JSON', error);
+      return;
+    }
+    if (!this.gotMessage) {
+      this.gotMessage = true;
+      this.attempt = 0; // the server is serving us again: start the backoff afresh next time
+    }
+    if (typeof event.seq === 'number' && event.seq > this.lastSeq) this.lastSeq = event.seq;
+    this.onEvent(event);
+  }
+
+  #onClose(event) {
+    this.ws = null;
+    if (this.stopped) return;
+    if (PERMANENT_CLOSE_CODES.has(event.code)) {
+      this.stopped = true;
+      this.onStatus('failed', { code: event.code, reason: event.reason });
+      return;
+    }
+    if (!navigator.onLine) {
+      this.onStatus('offline', { code: event.code, reason: event.reason });
+      return; // the 'online' event reconnects
+    }
+    this.attempt += 1;
+    const delayMs = backoffDelay(this.attempt);
+    this.onStatus('reconnecting', {
+      attempt: this.attempt, delayMs, code: event.code, reason: event.reason,
+    });
+    this.timer = window.setTimeout(() => this.#connect(), delayMs);
+  }
+
+  #retryNow() {
+    if (this.stopped || this.ws !== null || !navigator.onLine) return;
+    window.clearTimeout(this.timer);
+    this.#connect();
+  }
+
+  #dropForOffline() {
+    // The browser knows the network is gone; a socket it has not noticed yet is dead anyway.
+    // Let go of it now (its closing handshake cannot complete) and wait for 'online'.
+    if (this.stopped) return;
+    window.clearTimeout(this.timer);
+    this.timer = null;
+    const ws = this.ws;
+    this.ws = null;
+    if (ws && ws.readyState <= WebSocket.OPEN) ws.close(CLIENT_CLOSE_OFFLINE, 'offline');
+    this.onStatus('offline', { code: CLIENT_CLOSE_OFFLINE, reason: 'offline' });
+  }
+}
