@@ -177,3 +177,11 @@ async def qr_code(request: Request) -> Response:
     return Response(
         buffer.getvalue(), media_type="image/svg+xml", headers={"Cache-Control": "max-age=3600"}
     )
+
+
+async def list_routes(request: Request) -> Response:
+    """The translation routes this server offers (computed from what is installed)."""
+    services = services_of(request)
+    data = services.routes.as_json()
+    data["recognition"] = [lang.code for lang in services.recognition_languages()]
+    return JSONResponse(data)

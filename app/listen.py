@@ -85,6 +85,7 @@ async def listen_endpoint(websocket: WebSocket) -> None:
             if reply is not None:
                 await _close(websocket, 1003, reply)
                 break
+            await session.announce()  # a language switch changes what is translated
     finally:
         services.hub.unsubscribe(sub)
         sender.cancel()

@@ -120,9 +120,14 @@ def create_app(settings: Settings | None = None, *, transcriber_factory: Transcr
                 if session.stream is not None and not session.stream.finished:
                     with contextlib.suppress(Exception):
                         await session.stream.finish()
+                if session.translator is not None:
+                    with contextlib.suppress(Exception):
+                        await session.translator.drain()
+                        await session.translator.close()
             loader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
+            services.translators.close()
             services.workers.shutdown()
             services.store.close()
 
@@ -132,6 +137,7 @@ def create_app(settings: Settings | None = None, *, transcriber_factory: Transcr
         Route("/s/{code}", listen_page),
         Route("/healthz", healthz),
         Route("/readyz", readyz),
+        Route("/api/routes", api.list_routes),
         Route("/api/sessions", api.create_session, methods=["POST"]),
         Route("/api/sessions/{code}", api.get_session),
         Route("/api/sessions/{code}/end", api.end_session, methods=["POST"]),

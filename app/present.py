@@ -130,6 +130,7 @@ async def present_endpoint(websocket: WebSocket) -> None:
             if kind == "stop":
                 await stream.finish()
                 stream = None
+                await session.drain_translation()
                 # Closing the queue lets the forwarder send what it holds, then return.
                 subscription.queue.close()
                 await forwarder

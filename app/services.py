@@ -11,11 +11,15 @@ from app.settings import Settings
 from engine.hub import Hub, InMemoryHub
 from engine.recognizer import RecognizerConfig
 from engine.registry import SessionRegistry
-from engine.session import Pipeline
+from engine.session import Pipeline, Session
+from engine.translation import TargetPlan, Translators, whisper_translate
+from engine.translation_routes import RouteTable
+from engine.translation_session import SessionTranslator
 from engine.store import SessionStore, SqliteSessionStore
 from engine.vad import SileroModel
 from engine.workers import Workers
 from models import languages
+from models.apertium import available_routes
 from models.catalog import resolve_whisper, silero_vad_path
 from models.whisper import FasterWhisperTranscriber
 
@@ -38,6 +42,8 @@ class Services:
     workers: Workers
     pipeline: Pipeline
     registry: SessionRegistry
+    translators: Translators
+    routes: RouteTable = field(default_factory=lambda: RouteTable(()))
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     load_error: str | None = None
 
@@ -56,11 +62,30 @@ class Services:
 
 
     def translation_targets(self, source: str) -> list[str]:
-        """Languages a session speaking ``source`` may offer besides its own.
+        """Languages a session speaking ``source`` may offer besides its own."""
+        return self.routes.targets(source)
 
-        Translation backends arrive with the route table; until one is configured no
-        target language has a route."""
-        return []
+    async def make_translator(self, session: Session) -> None:
+        """Give ``session`` its translator if it offers translations (plans load backends
+        on first use, so they are made in a worker thread)."""
+        record = session.record
+        plans: dict[str, TargetPlan] = {}
+        setup = self.workers.pool("mt-setup")
+        for target in record.target_languages:
+            route = self.routes.lookup(record.source_language, target)
+            if route is not None:
+                plans[target] = await setup.run(self.translators.plan, route)
+        if not plans:
+            return
+        speech = None
+        base = self.pipeline.transcribers.get("*")
+        if any(p.route.speech_final for p in plans.values()) and base is not None:
+            speech = whisper_translate(
+                base, self.pipeline.asr_pool, record.source_language  # type: ignore[arg-type]
+            )
+        session.translator = SessionTranslator(
+            record.source_language, session.publish, plans, whisper_translate=speech
+        )
 
 
 def build_services(settings: Settings) -> Services:
@@ -80,7 +105,18 @@ def build_services(settings: Settings) -> Services:
         recognizer_config=recognizer_config,
     )
     registry = SessionRegistry(store, hub, pipeline, max_sessions=settings.max_sessions)
-    return Services(settings, store, hub, workers, pipeline, registry)
+    services = Services(settings, store, hub, workers, pipeline, registry, Translators(workers))
+    registry.on_session = services.make_translator
+    return services
+
+
+def build_routes(settings: Settings, multilingual_loaded: bool) -> RouteTable:
+    """The translation routes this server can serve with what is installed and configured."""
+    apertium_routes = available_routes() if settings.apertium else []
+    speech = "base" if settings.whisper_translate and multilingual_loaded else None
+    return RouteTable.build(
+        apertium=apertium_routes, ct2=settings.ct2_models, whisper_translate=speech
+    )
 
 
 async def load_models(services: Services, factory: TranscriberFactory) -> None:
@@ -103,6 +139,9 @@ async def load_models(services: Services, factory: TranscriberFactory) -> None:
                 by_spec[spec] = model
             loaded[language] = by_spec[spec]
         services.pipeline.transcribers = loaded
+        services.routes = await services.workers.pool("mt-setup").run(
+            build_routes, settings, "*" in loaded
+        )
         services.ready.set()
         log.info("models ready: %s", {k: getattr(v, "name", v) for k, v in loaded.items()})
     except Exception as exc:

@@ -31,6 +31,12 @@ class Settings:
     asr_models: Mapping[str, str] = field(default_factory=lambda: {"en": "tiny.en", "*": "base"})
     """Recognition model per spoken language; ``*`` is every other language Whisper knows."""
     load_multilingual: bool = True
+    ct2_models: Mapping[str, str] = field(default_factory=dict)
+    """CTranslate2 text-translation models by pair (``{"en-de": path}``; ``{"*": path}`` for
+    an NLLB or M2M100 model covering every pair it knows)."""
+    apertium: bool = True
+    whisper_translate: bool = True
+    """Translate non-English speech into English with Whisper base (needs ``*`` loaded)."""
     cpu_threads: int = 2
     warm_models: bool = True
     refine: bool = True
@@ -64,6 +70,12 @@ class Settings:
             values["asr_models"] = _parse_map(env["INTERP_ASR_MODELS"])
         if "INTERP_MULTILINGUAL" in env:
             values["load_multilingual"] = env["INTERP_MULTILINGUAL"] not in ("0", "false", "no")
+        if "INTERP_CT2_MODELS" in env:
+            values["ct2_models"] = _parse_map(env["INTERP_CT2_MODELS"])
+        if "INTERP_APERTIUM" in env:
+            values["apertium"] = env["INTERP_APERTIUM"] not in ("0", "false", "no")
+        if "INTERP_WHISPER_TRANSLATE" in env:
+            values["whisper_translate"] = env["INTERP_WHISPER_TRANSLATE"] not in ("0", "false", "no")
         if "INTERP_CPU_THREADS" in env:
             values["cpu_threads"] = int(env["INTERP_CPU_THREADS"])
         if "INTERP_REFINE" in env:

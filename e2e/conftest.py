@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import (
-from tests.support import LONGFORM_EN
     Browser,
     ConsoleMessage,
     Error,
@@ -24,6 +23,8 @@ from tests.support import LONGFORM_EN
     Route,
     sync_playwright,
 )
+
+from tests.support import LONGFORM_EN
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO_ROOT = Path(__file__).resolve().parent.parent

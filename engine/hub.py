@@ -181,6 +181,10 @@ class Hub(Protocol):
 
     def listener_count(self, code: str) -> int: ...
 
+    def wanted_languages(self, code: str) -> frozenset[str]:
+        """Every language some subscriber of ``code`` reads (what to translate into)."""
+        ...
+
     def drop(self, code: str) -> None:
         """Forget a session (expired); its subscribers are closed."""
         ...
@@ -235,6 +239,9 @@ class InMemoryHub:
 
     def listener_count(self, code: str) -> int:
         return sum(1 for sub in self._subs.get(code, ()) if sub.counted)
+
+    def wanted_languages(self, code: str) -> frozenset[str]:
+        return frozenset().union(*(sub.langs for sub in self._subs.get(code, ())))
 
     def drop(self, code: str) -> None:
         for sub in self._subs.pop(code, set()):

@@ -59,6 +59,8 @@ class RecognizerConfig:
     """With no pause at all, a segment is cut at its quietest moment past this length."""
     lead_in_s: float = 0.3
     draft_word_timestamps: bool = False
+    keep_final_audio: bool = False
+    """Hand each final's audio to :meth:`StreamingRecognizer.take_final_audio`."""
     min_speech_s: float = 0.3
     """No draft decode until the segment holds this much speech."""
     draft_beam: int = 1
@@ -104,6 +106,7 @@ class StreamingRecognizer:
         self._context = context
         self._segment = _Segment(self._buffer.origin)
         self.processed_until = self._buffer.origin
+        self._final_audio: dict[int, Samples] = {}
         self.draft_steps = 0
         self.skipped_drafts = 0
 
@@ -119,6 +122,11 @@ class StreamingRecognizer:
     def context(self) -> str:
         """Recent final text, for the next stream of the same session."""
         return self._context
+
+    def take_final_audio(self, segment: int) -> Samples | None:
+        """The audio of a segment just finalised (kept only with ``keep_final_audio``, for
+        speech translation of the final); each is handed out once."""
+        return self._final_audio.pop(segment, None)
 
     def push(self, samples: Samples) -> None:
         """Append 16 kHz audio (cheap; safe on the event loop)."""
@@ -283,6 +291,8 @@ class StreamingRecognizer:
                     stable=len(text),
                 )
             )
+            if self.config.keep_final_audio:
+                self._final_audio[seg.id] = self._buffer.slice(seg.start, cut).copy()
         if text:
             self._context = f"{self._context} {text}".strip()[-4 * self.config.prompt_chars :]
         self._segment = _Segment(cut)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 
 from engine.hub import Hub
 from engine.session import Pipeline, Session
@@ -31,6 +32,8 @@ class SessionRegistry:
         self._pipeline = pipeline
         self._sessions: dict[str, Session] = {}
         self.max_sessions = max_sessions
+        self.on_session: Callable[[Session], Awaitable[None]] | None = None
+        """Called once for each session this process takes on (e.g. to add translation)."""
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -66,6 +69,8 @@ class SessionRegistry:
         else:  # pragma: no cover - 20 collisions in a 31**6 space
             raise RuntimeError("could not allocate a session code")
         session = Session(record, self._store, self._hub, self._pipeline)
+        if self.on_session is not None:
+            await self.on_session(session)
         self._sessions[record.code] = session
         return session, token
 
@@ -89,8 +94,10 @@ class SessionRegistry:
             session = Session(
                 record, self._store, self._hub, self._pipeline, last_seq=last_seq, finals=finals
             )
-            self._sessions[code] = session
-        return session
+            if self.on_session is not None:
+                await self.on_session(session)
+            self._sessions.setdefault(code, session)
+        return self._sessions[code]
 
     def forget(self, code: str) -> None:
         self._sessions.pop(code, None)

@@ -11,13 +11,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.audio import SAMPLE_RATE, AudioFormatError, StreamResampler, decode_pcm16
 from engine.events import Caption, ErrorEvent, Event, SessionState, StateChange
 from engine.hub import Hub
 from engine.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.store import SessionRecord, SessionStore
+from engine.translation_session import SessionTranslator
 from engine.vad import SileroModel, StreamingVad
 from engine.workers import Saturated, WorkerPool
 
@@ -83,6 +84,8 @@ class Session:
         self.audio_time = max((c.end for c in finals), default=0.0)
         self.context = " ".join(c.text for c in finals if c.source)[-800:]
         self.stream: PresenterStream | None = None
+        self.translator: SessionTranslator | None = None
+        """Set by the registry when the session offers translations."""
         hub.open(record.code, last_seq, finals)
 
     @property
@@ -109,8 +112,16 @@ class Session:
         await self.announce()
 
     async def announce(self) -> None:
-        """Publish the current state and audience size (after joins and leaves too)."""
+        """Publish the current state and audience size, and translate into exactly the
+        languages someone reads now (call after joins, leaves and language switches)."""
+        if self.translator is not None:
+            self.translator.set_languages(self._hub.wanted_languages(self.code))
         await self.publish(StateChange(self.state, self._hub.listener_count(self.code)))
+
+    async def drain_translation(self) -> None:
+        """Wait until every final published so far has its translations published."""
+        if self.translator is not None:
+            await self.translator.drain()
 
     def open_stream(
         self, sample_rate: int, language: str, limits: StreamLimits
@@ -122,12 +133,15 @@ class Session:
         transcriber = self._pipeline.transcriber_for(language)
         if transcriber is None:
             raise StreamError(1003, f"no recognition model for language {language!r}")
+        config = self._pipeline.recognizer_config(language)
+        if self.translator is not None:
+            config = replace(config, keep_final_audio=True)
         recognizer = StreamingRecognizer(
             transcriber,  # type: ignore[arg-type]
             StreamingVad(self._pipeline.vad_model),
             self._pipeline.asr_pool.run,
             self.next_segment,
-            self._pipeline.recognizer_config(language),
+            config,
             start_time=self.audio_time,
             context=self.context,
         )
@@ -212,5 +226,9 @@ class PresenterStream:
             log.exception("recognition failed in session %s", self.session.code)
             await self.session.publish(ErrorEvent(f"recognition failed: {type(exc).__name__}"))
             return
+        translator = self.session.translator
         for event in events:
-            await self.session.publish(event)
+            numbered = await self.session.publish(event)
+            if translator is not None and isinstance(numbered, Caption):
+                audio = self.recognizer.take_final_audio(numbered.segment)
+                await translator.on_source(numbered, audio if numbered.is_final else None)

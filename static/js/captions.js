@@ -31,6 +31,13 @@ export class CaptionView {
     this.rows = new Map(); // segment -> row element
     this.following = true;
     container.addEventListener('scroll', () => this.#onScroll(), { passive: true });
+    // The box itself can shrink or grow (text size, a rotated phone, a banner appearing): stay
+    // on the newest line if the reader was following it.
+    if ('ResizeObserver' in window) {
+      new ResizeObserver(() => {
+        if (this.following) this.container.scrollTop = this.container.scrollHeight;
+      }).observe(container);
+    }
     if (jumpButton) jumpButton.addEventListener('click', () => this.jumpToLive());
   }
 
