@@ -7,6 +7,15 @@ import logging
 import sys
 
 from app.settings import Settings
+from engine.telemetry import session_code
+
+
+class SessionFilter(logging.Filter):
+    """Stamps every log record with the session it belongs to (``-`` for none)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.session = session_code.get()
+        return True
 
 
 def _prepare(settings: Settings) -> None:
@@ -44,9 +53,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from app.main import create_app
 
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    handler = logging.StreamHandler()
+    handler.addFilter(SessionFilter())
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s %(name)s session=%(session)s: %(message)s")
     )
+    logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     uvicorn.run(
         create_app(settings),
         host=settings.host,

@@ -18,6 +18,7 @@ from app.origin import origin_allowed
 from app.services import Services
 from engine.events import to_json
 from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
+from engine.telemetry import session_code
 from models import languages
 
 
@@ -27,11 +28,11 @@ async def _close(websocket: WebSocket, code: int, reason: str) -> None:
             await websocket.close(code=code, reason=reason[:120])
 
 
-async def _send_events(websocket: WebSocket, sub: Subscription, timeout: float) -> None:
+async def _send_events(websocket: WebSocket, sub: Subscription, send_timeout: float) -> None:
     try:
         while True:
             event = await sub.get()
-            await asyncio.wait_for(websocket.send_text(to_json(event)), timeout)
+            await asyncio.wait_for(websocket.send_text(to_json(event)), send_timeout)
     except ListenerTooSlow:
         await _close(websocket, 1013, f"too far behind; reconnect with since={sub.last_seq}")
     except TimeoutError:
@@ -50,6 +51,7 @@ async def listen_endpoint(websocket: WebSocket) -> None:
     if session is None:
         await _close(websocket, 1008, "no session with that code")
         return
+    session_code.set(session.code)
     params = websocket.query_params
     offered = [session.record.source_language, *session.record.target_languages]
     lang = params.get("lang", session.record.source_language)

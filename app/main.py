@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -19,6 +20,7 @@ from starlette.templating import Jinja2Templates
 
 from app import api
 from app.listen import listen_endpoint
+from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
 from app.present import present_endpoint
 from app.security import SecurityHeaders
 from app.services import Services, TranscriberFactory, build_services, load_models, whisper_factory
@@ -38,7 +40,9 @@ def services_of(request: Request) -> Services:
 
 async def index(request: Request) -> Response:
     services = services_of(request)
-    langs = [{"code": lang.code, "name": lang.english_name} for lang in services.recognition_languages()]
+    langs = [
+        {"code": lang.code, "name": lang.english_name} for lang in services.recognition_languages()
+    ]
     return templates.TemplateResponse(
         request, "index.html", {"languages": langs, "default_language": "en"}
     )
@@ -100,14 +104,19 @@ async def readyz(request: Request) -> Response:
     return JSONResponse(body, status_code=503)
 
 
-def create_app(settings: Settings | None = None, *, transcriber_factory: TranscriberFactory | None = None) -> Starlette:
+def create_app(
+    settings: Settings | None = None, *, transcriber_factory: TranscriberFactory | None = None
+) -> Starlette:
     settings = settings or Settings.from_env()
     factory = transcriber_factory or whisper_factory
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        services = build_services(settings)
+        registry = CollectorRegistry()
+        services = build_services(settings, PrometheusObserver(registry))
+        registry.register(LiveCollector(services))
         app.state.services = services
+        app.state.metrics_registry = registry
         purged = services.store.purge_ended_before(time.time() - settings.retention_days * 86400)
         if purged:
             log.info("purged %d expired sessions", purged)
@@ -137,6 +146,7 @@ def create_app(settings: Settings | None = None, *, transcriber_factory: Transcr
         Route("/s/{code}", listen_page),
         Route("/healthz", healthz),
         Route("/readyz", readyz),
+        Route("/metrics", metrics_endpoint),
         Route("/api/routes", api.list_routes),
         Route("/api/sessions", api.create_session, methods=["POST"]),
         Route("/api/sessions/{code}", api.get_session),
@@ -147,6 +157,4 @@ def create_app(settings: Settings | None = None, *, transcriber_factory: Transcr
         WebSocketRoute("/ws/listen/{code}", listen_endpoint),
         Mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static"),
     ]
-    return Starlette(
-        routes=routes, middleware=[Middleware(SecurityHeaders)], lifespan=lifespan
-    )
+    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)], lifespan=lifespan)

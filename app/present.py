@@ -21,6 +21,7 @@ from engine.events import to_json
 from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.session import PresenterStream, Session, StreamError
 from engine.store import verify_token
+from engine.telemetry import session_code
 from models import languages
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def _parse_start(message: dict[str, Any], session: Session, services: Services) 
     except json.JSONDecodeError:
         raise ProtocolViolation(1003, "start message is not valid JSON") from None
     if not isinstance(data, dict) or data.get("type") != "start":
-        raise ProtocolViolation(1003, "first message must be {\"type\": \"start\", ...}")
+        raise ProtocolViolation(1003, 'first message must be {"type": "start", ...}')
     token = data.get("token")
     if not isinstance(token, str) or not verify_token(session.record, token):
         raise ProtocolViolation(1008, "wrong presenter token")
@@ -89,6 +90,7 @@ async def present_endpoint(websocket: WebSocket) -> None:
     if session is None:
         await _close(websocket, 1008, "no session with that code")
         return
+    session_code.set(session.code)
     if not services.ready.is_set():
         await _close(websocket, 1013, "models are still loading; try again shortly")
         return
@@ -103,9 +105,7 @@ async def present_endpoint(websocket: WebSocket) -> None:
         if first["type"] == "websocket.disconnect":
             return
         rate, language = _parse_start(first, session, services)
-        live = sum(
-            1 for s in services.registry if s.stream is not None and not s.stream.finished
-        )
+        live = sum(1 for s in services.registry if s.stream is not None and not s.stream.finished)
         if live >= services.settings.max_live_streams:
             raise ProtocolViolation(1013, "server is at its limit of live streams")
         stream = session.open_stream(rate, language, services.settings.limits)
@@ -155,4 +155,3 @@ async def present_endpoint(websocket: WebSocket) -> None:
             forwarder.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await forwarder
-

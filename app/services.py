@@ -12,10 +12,11 @@ from engine.hub import Hub, InMemoryHub
 from engine.recognizer import RecognizerConfig
 from engine.registry import SessionRegistry
 from engine.session import Pipeline, Session
+from engine.store import SessionStore, SqliteSessionStore
+from engine.telemetry import NullObserver, Observer
 from engine.translation import TargetPlan, Translators, whisper_translate
 from engine.translation_routes import RouteTable
 from engine.translation_session import SessionTranslator
-from engine.store import SessionStore, SqliteSessionStore
 from engine.vad import SileroModel
 from engine.workers import Workers
 from models import languages
@@ -60,7 +61,6 @@ class Services:
             return True
         return "*" in loaded and languages.is_known(code) and bool(languages.get(code).whisper)
 
-
     def translation_targets(self, source: str) -> list[str]:
         """Languages a session speaking ``source`` may offer besides its own."""
         return self.routes.targets(source)
@@ -81,18 +81,21 @@ class Services:
         base = self.pipeline.transcribers.get("*")
         if any(p.route.speech_final for p in plans.values()) and base is not None:
             speech = whisper_translate(
-                base, self.pipeline.asr_pool, record.source_language  # type: ignore[arg-type]
+                base,
+                self.pipeline.asr_pool,
+                record.source_language,  # type: ignore[arg-type]
             )
         session.translator = SessionTranslator(
             record.source_language, session.publish, plans, whisper_translate=speech
         )
 
 
-def build_services(settings: Settings) -> Services:
+def build_services(settings: Settings, observer: Observer | None = None) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = SqliteSessionStore(settings.database)
     hub = InMemoryHub(max_queue=settings.listener_queue)
-    workers = Workers()
+    observer = observer or NullObserver()
+    workers = Workers(on_call=observer.model_call)
 
     def recognizer_config(language: str) -> RecognizerConfig:
         return replace(RecognizerConfig(), language=language, refine=settings.refine)
@@ -103,6 +106,7 @@ def build_services(settings: Settings) -> Services:
         asr_pool=workers.pool("asr", threads=1, max_pending=32),
         store_pool=workers.pool("store", threads=1, max_pending=1024),
         recognizer_config=recognizer_config,
+        observer=observer,
     )
     registry = SessionRegistry(store, hub, pipeline, max_sessions=settings.max_sessions)
     services = Services(settings, store, hub, workers, pipeline, registry, Translators(workers))

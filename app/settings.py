@@ -75,7 +75,11 @@ class Settings:
         if "INTERP_APERTIUM" in env:
             values["apertium"] = env["INTERP_APERTIUM"] not in ("0", "false", "no")
         if "INTERP_WHISPER_TRANSLATE" in env:
-            values["whisper_translate"] = env["INTERP_WHISPER_TRANSLATE"] not in ("0", "false", "no")
+            values["whisper_translate"] = env["INTERP_WHISPER_TRANSLATE"] not in (
+                "0",
+                "false",
+                "no",
+            )
         if "INTERP_CPU_THREADS" in env:
             values["cpu_threads"] = int(env["INTERP_CPU_THREADS"])
         if "INTERP_REFINE" in env:

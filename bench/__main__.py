@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench captions [--url URL] [--mode realtime|fast] [--files ...]``."""
+"""Command line: ``python -m bench captions|fanout|capacity [options]`` (see docs/metrics.md)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,30 @@ import argparse
 import asyncio
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from bench import capacity, fanout
 from bench.captions import Goals, RunSettings, run_captions
-from bench.recordings import EVAL_LONGFORM_EN, default_wavs, resolve_wavs
+from bench.recordings import EVAL_LONGFORM_EN, default_wavs, load_recording, resolve_wavs
 from bench.reference import DecodeSettings
 from bench.report import write_report
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+
+
+def _server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url",
+        help="base URL of a running server (default: start `python -m app.cli serve` on a free "
+        "loopback port and stop it afterwards)",
+    )
+    parser.add_argument(
+        "--server-pid",
+        type=int,
+        help="with --url: process id of that server, to measure its CPU time",
+    )
+    parser.add_argument("--ready-timeout", type=float, default=120.0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,16 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         "captions",
         help="replay recordings to the presenter socket; report caption latency, WER, erasure",
     )
-    captions.add_argument(
-        "--url",
-        help="base URL of a running server (default: start `python -m app.cli serve` on a free "
-        "loopback port and stop it afterwards)",
-    )
-    captions.add_argument(
-        "--server-pid",
-        type=int,
-        help="with --url: process id of that server, to measure its CPU time",
-    )
+    _server_arguments(captions)
     captions.add_argument("--mode", choices=("realtime", "fast"), default="realtime")
     captions.add_argument(
         "--files",
@@ -47,13 +53,72 @@ def build_parser() -> argparse.ArgumentParser:
     captions.add_argument(
         "--model", default="tiny.en", help="model of the offline baseline and reference times"
     )
-    captions.add_argument("--ready-timeout", type=float, default=120.0)
+
+    spread = commands.add_parser(
+        "fanout",
+        help="one presenter in real time, N listeners: event delay, finals, server CPU and memory",
+    )
+    _server_arguments(spread)
+    spread.add_argument(
+        "--listeners",
+        type=int,
+        nargs="+",
+        default=list(fanout.DEFAULT_LISTENERS),
+        metavar="N",
+        help="one round per listener count (default: %(default)s)",
+    )
+    spread.add_argument(
+        "--file",
+        default=fanout.DEFAULT_RECORDING,
+        help="WAV path or recording id in --eval-dir (default: %(default)s)",
+    )
+    spread.add_argument(
+        "--seconds", type=float, help="replay only the first SECONDS of the recording"
+    )
+    spread.add_argument(
+        "--client-processes",
+        type=int,
+        help="processes the listeners are spread over (default: one per "
+        f"{fanout.LISTENERS_PER_CLIENT_PROCESS} listeners, at most "
+        f"{fanout.MAX_CLIENT_PROCESSES})",
+    )
+    spread.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    spread.add_argument("--out", type=Path, default=DEFAULT_OUT)
+
+    load = commands.add_parser(
+        "capacity",
+        help="simultaneous real-time presenters whose caption lag stays under the limit",
+    )
+    _server_arguments(load)
+    load.add_argument(
+        "--max",
+        type=int,
+        default=capacity.DEFAULT_MAX,
+        help="most presenters to try; rounds go 1, 2, ... and stop at the first that fails "
+        "(default: %(default)s, the server's max_live_streams)",
+    )
+    load.add_argument(
+        "--files",
+        nargs="+",
+        metavar="FILE",
+        help="recordings the presenters replay, presenter k the k-th (cycling); default: "
+        "every English long-form recording except *_SILVER and the *_concat file",
+    )
+    load.add_argument(
+        "--seconds", type=float, help="replay only the first SECONDS of each recording"
+    )
+    load.add_argument(
+        "--lag-limit",
+        type=float,
+        default=capacity.LAG_LIMIT_S,
+        help="a round passes when every presenter's lag stays under this (default: %(default)s)",
+    )
+    load.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    load.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark named on the command line; print its Markdown report."""
-    args = build_parser().parse_args(argv)
+def _captions(args: argparse.Namespace, command: str) -> int:
     wavs = resolve_wavs(args.files, args.eval_dir) if args.files else default_wavs(args.eval_dir)
     if not wavs:
         print(f"no recordings found in {args.eval_dir}", file=sys.stderr)
@@ -67,12 +132,67 @@ def main(argv: Sequence[str] | None = None) -> int:
         ready_timeout=args.ready_timeout,
         decode=DecodeSettings(model=args.model),
     )
-    command = shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
     run = asyncio.run(run_captions(settings))
     json_path, md_path, markdown = write_report(run, settings, Goals(), command)
     print(markdown)
     print(f"wrote {json_path} and {md_path}")
     return 0
+
+
+def _fanout(args: argparse.Namespace, command: str) -> int:
+    (wav,) = resolve_wavs([args.file], args.eval_dir)
+    settings = fanout.FanoutSettings(
+        listeners=tuple(args.listeners),
+        recording=wav,
+        out=args.out,
+        seconds=args.seconds,
+        url=args.url,
+        server_pid=args.server_pid,
+        client_processes=args.client_processes,
+        ready_timeout=args.ready_timeout,
+    )
+    recording = fanout.trimmed(load_recording(wav), args.seconds)
+    rounds = asyncio.run(fanout.run_fanout(settings, recording))
+    json_path, md_path, markdown = fanout.write_report(rounds, settings, command)
+    print(markdown)
+    print(f"wrote {json_path} and {md_path}")
+    return 0
+
+
+def _capacity(args: argparse.Namespace, command: str) -> int:
+    wavs = resolve_wavs(args.files, args.eval_dir) if args.files else default_wavs(args.eval_dir)
+    if not wavs:
+        print(f"no recordings found in {args.eval_dir}", file=sys.stderr)
+        return 2
+    settings = capacity.CapacitySettings(
+        max_presenters=args.max,
+        wavs=tuple(wavs),
+        out=args.out,
+        seconds=args.seconds,
+        lag_limit_s=args.lag_limit,
+        url=args.url,
+        server_pid=args.server_pid,
+        ready_timeout=args.ready_timeout,
+    )
+    rounds = asyncio.run(capacity.run_capacity(settings))
+    paths, markdown = capacity.write_report(rounds, settings, command)
+    print(markdown)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, str], int]] = {
+    "captions": _captions,
+    "fanout": _fanout,
+    "capacity": _capacity,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark named on the command line; print its Markdown report."""
+    args = build_parser().parse_args(argv)
+    command = shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
+    return COMMANDS[args.command](args, command)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 One presenter run (a laptop context whose fake microphone plays a real recording) serves the
 whole audience story: a listener on a phone opens the share link, sees drafts and finals, changes
-theme and text size and reloads, drops off the network and comes back, downloads the transcript,
-and sees the presenter end the session. Its finals must equal the presenter's: none missing, none
-twice. Smaller checks (the caption view's rules, the unknown-code page) need no audio.
+theme and text size and reloads, drops off the network and comes back, switches to the Spanish
+translation (Apertium) and the bilingual view without reconnecting, downloads transcripts, and
+sees the presenter end the session. Its finals must equal the presenter's: none missing, none
+twice. Smaller checks (the caption view's rules, reconnect policy, the unknown-code page) need
+no audio.
 """
 
 from __future__ import annotations
@@ -19,12 +21,27 @@ import httpx
 import pytest
 import srt
 import webvtt
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, WebSocketRoute, expect
 
 from e2e.conftest import PHONE, ConsoleLog, FakeAudio, open_page
 
 FRAME_MS = 100
 OFFLINE_FINALS = 1  # finals the presenter must produce while the listener is offline
+TARGET = "es"  # the translation the listener switches to (Apertium eng-spa, a Debian package)
+
+# True once every source final from the first translated segment on has its translation.
+TRANSLATIONS_CAUGHT_UP = """
+() => {
+  const segments = (selector) => [...document.querySelectorAll(selector)]
+    .map((el) => Number(el.dataset.segment));
+  const translated = new Set(segments("#captions .caption-translation[data-state='final']"));
+  if (translated.size === 0) return false;
+  const first = Math.min(...translated);
+  return segments("#captions .caption-source[data-state='final']")
+    .filter((segment) => segment >= first)
+    .every((segment) => translated.has(segment));
+}
+"""
 
 
 def stats(page: Page) -> dict[str, Any]:
@@ -33,13 +50,20 @@ def stats(page: Page) -> dict[str, Any]:
     return result
 
 
-def source_finals(page: Page) -> list[tuple[int, str]]:
-    """(segment, text) of every final source caption on the page, in display order."""
+def finals(page: Page, kind: str = "source") -> list[tuple[int, str]]:
+    """(segment, text) of every final caption line of `kind` (source or translation) on the
+    page, in display order, shown or not."""
     rows: list[list[Any]] = page.eval_on_selector_all(
-        "#captions .caption-source[data-state='final']",
+        f"#captions .caption-{kind}[data-state='final']",
         "els => els.map(el => [Number(el.dataset.segment), el.textContent.trim()])",
     )
     return [(int(segment), str(text)) for segment, text in rows]
+
+
+def shown(page: Page, selector: str) -> bool:
+    """Whether the first element matching `selector` is rendered (not display: none)."""
+    result: bool = page.eval_on_selector(selector, "el => getComputedStyle(el).display !== 'none'")
+    return result
 
 
 def one_line(text: str) -> str:
@@ -71,10 +95,14 @@ def test_audience_follows_the_presenter(
     presenter_log, listener_log = ConsoleLog(), ConsoleLog()
     created = httpx.post(
         f"{live_server}/api/sessions",
-        json={"title": "Sonnets for the audience", "source_language": "en", "target_languages": []},
+        json={
+            "title": "Sonnets for the audience",
+            "source_language": "en",
+            "target_languages": [TARGET],
+        },
         timeout=10,
     )
-    assert created.status_code == 201
+    assert created.status_code == 201, created.text
     session = created.json()
     code = session["code"]
 
@@ -97,6 +125,9 @@ def test_audience_follows_the_presenter(
         listener.wait_for_function("() => window.interpStats.connected")
         expect(listener.locator("#state")).to_have_attribute("data-state", "waiting")
         expect(listener.locator("#listener-number")).to_have_text("1")
+        expect(listener.locator("#language")).to_be_enabled()
+        languages = listener.eval_on_selector_all("#language option", "os => os.map(o => o.value)")
+        assert languages == ["en", TARGET]
         assert listener.evaluate("() => document.documentElement.scrollWidth") <= 390
 
         # 3. The presenter starts; the listener sees the session go live, drafts, then finals.
@@ -142,7 +173,7 @@ def test_audience_follows_the_presenter(
             f"() => window.interpStats.captions.final >= {finals_before + OFFLINE_FINALS}",
             timeout=60_000,
         )
-        missed = len(source_finals(presenter)) - len(source_finals(listener))
+        missed = len(finals(presenter)) - len(finals(listener))
         listener.context.set_offline(False)
         listener.wait_for_function(
             "() => window.interpStats.connected && window.interpStats.reconnects >= 1",
@@ -151,11 +182,32 @@ def test_audience_follows_the_presenter(
         assert missed >= OFFLINE_FINALS
         expect(listener.locator("#state")).to_have_attribute("data-state", "live")
 
+        # 6. The listener switches to Spanish without reconnecting: translations replace the
+        #    source lines they translate; the bilingual view shows the original above them.
+        reconnects = stats(listener)["reconnects"]
+        listener.select_option("#language", TARGET)
+        listener.wait_for_function(
+            "() => document.querySelector(\"#captions .caption-translation[data-state='final']\")",
+            timeout=60_000,
+        )
+        row = "#captions .caption-row[data-translated]"
+        assert shown(listener, f"{row} .caption-translation")
+        assert not shown(listener, f"{row} .caption-source")
+        listener.click("#display-menu summary")
+        listener.get_by_role("checkbox", name="Show the original above the translation").check()
+        listener.keyboard.press("Escape")
+        assert shown(listener, f"{row} .caption-source")
+        switched = stats(listener)
+        assert switched["lang"] == TARGET and switched["reconnects"] == reconnects
+        assert switched["connected"]
+        href = listener.locator("#transcript-menu .transcript-link[data-format='txt']")
+        expect(href).to_have_attribute("href", re.compile(rf"lang={TARGET}&format=txt"))
+
         # Mid-talk pictures for a person to look at.
         listener.screenshot(path=str(artifacts_dir / "listener.png"))
         presenter.screenshot(path=str(artifacts_dir / "presenter-share.png"), full_page=True)
 
-        # 6. The presenter lets the whole clip out, then stops.
+        # 7. The presenter lets the whole clip out, then stops.
         clip_frames = int(fake_audio.duration_s * 1000 / FRAME_MS)
         presenter.wait_for_function(
             f"() => window.interpStats.framesSent >= {clip_frames + 10}",
@@ -167,8 +219,8 @@ def test_audience_follows_the_presenter(
         )
         assert stats(presenter)["state"] == "ended", stats(presenter).get("lastError")
 
-        # 7. The listener ends with exactly the presenter's finals: none missing, none twice.
-        expected = source_finals(presenter)
+        # 8. The listener ends with exactly the presenter's finals: none missing, none twice.
+        expected = finals(presenter)
         assert len(expected) >= 4, expected
         listener.wait_for_function(
             "n => document.querySelectorAll(\"#captions .caption-source[data-state='final']\")"
@@ -176,14 +228,14 @@ def test_audience_follows_the_presenter(
             arg=len(expected),
             timeout=30_000,
         )
-        got = source_finals(listener)
+        got = finals(listener)
         listener_stats = stats(listener)
         assert got == expected
         assert listener_stats["duplicateFinals"] == 0
-        assert listener.locator("#captions .caption[data-state='draft']").count() == 0
+        assert listener.locator("#captions .caption-source[data-state='draft']").count() == 0
         assert listener_stats["lastSeq"] > 0
 
-        # 8. Follow-live: scrolling back pauses it and offers "Jump to live".
+        # 9. Follow-live: scrolling back pauses it and offers "Jump to live".
         jump = listener.locator("#jump-live")
         listener.eval_on_selector("#captions", "el => { el.scrollTop = 0; }")
         expect(jump).to_be_visible()
@@ -193,7 +245,17 @@ def test_audience_follows_the_presenter(
             "#captions", "el => el.scrollHeight - el.scrollTop - el.clientHeight < 2"
         )
 
-        # 9. Transcript downloads for the listener's language.
+        # 10. Transcript downloads in the listener's language: Spanish, then English again.
+        listener.wait_for_function(TRANSLATIONS_CAUGHT_UP, timeout=60_000)
+        translated = finals(listener, "translation")
+        assert listener.locator("#captions .caption-translation[data-state='draft']").count() == 0
+        name, txt = download(listener, "txt")
+        assert name == f"{code}-{TARGET}.txt"
+        assert txt.splitlines() == [one_line(text) for _, text in translated]
+
+        listener.select_option("#language", "en")
+        expect(listener.locator("#captions .caption-translation")).to_have_count(0)
+        assert finals(listener) == expected
         texts = [one_line(text) for _, text in expected]
         name, txt = download(listener, "txt")
         assert name == f"{code}-en.txt"
@@ -207,7 +269,7 @@ def test_audience_follows_the_presenter(
         vtt_cues = webvtt.from_string(vtt_text).captions
         assert [c.text for c in vtt_cues] == [cue.content for cue in cues]
 
-        # 10. The presenter ends the session (after confirming); the listener sees it end.
+        # 11. The presenter ends the session (after confirming); the listener sees it end.
         presenter.once("dialog", lambda dialog: dialog.accept())
         presenter.click("#end-session")
         expect(presenter.locator("#status-text")).to_contain_text("Session ended")
@@ -224,7 +286,12 @@ def test_audience_follows_the_presenter(
         assert facts["state"] == "ended"
         listener.screenshot(path=str(artifacts_dir / "listener-ended.png"))
 
-        report = {"presenter": stats(presenter), "listener": stats(listener), "finals": expected}
+        report = {
+            "presenter": stats(presenter),
+            "listener": stats(listener),
+            "finals": expected,
+            "translated": translated,
+        }
         (artifacts_dir / "listen-report.json").write_text(json.dumps(report, indent=2) + "\n")
     finally:
         presenter_log.write(artifacts_dir / "presenter-share-console.txt")
@@ -345,3 +412,45 @@ def test_unknown_code_page_helps_find_the_session(
     # The 404 of the page itself is the only thing the browser may report.
     unexpected = [e for e in log.errors if "status of 404" not in e]
     assert unexpected == [], f"console errors: {unexpected}"
+
+
+@pytest.mark.browser
+@pytest.mark.model
+def test_listener_retries_a_dropped_socket_and_gives_up_on_a_refusal(
+    page: Page, console_log: ConsoleLog, live_server: str
+) -> None:
+    created = httpx.post(
+        f"{live_server}/api/sessions",
+        json={"title": "Flaky network", "source_language": "en", "target_languages": []},
+        timeout=10,
+    )
+    code = created.json()["code"]
+    urls: list[str] = []
+
+    def drop_or_refuse(ws: WebSocketRoute) -> None:
+        urls.append(ws.url)
+        server = ws.connect_to_server()
+        if len(urls) == 1:
+            # The first connection is dropped the way a slow listener is (1013): retry.
+            def forward_then_drop(message: str | bytes) -> None:
+                ws.send(message)
+                ws.close(code=1013, reason="too far behind; reconnect")
+
+            server.on_message(forward_then_drop)
+        else:
+            # The second one is refused for good (1008): no retry can fix that.
+            ws.close(code=1008, reason="no session with that code")
+
+    page.route_web_socket(re.compile(r"/ws/listen/"), drop_or_refuse)
+    page.goto(f"{live_server}/s/{code}")
+    page.wait_for_function("() => window.interpStats.connection === 'failed'", timeout=20_000)
+    listener = stats(page)
+    assert len(urls) == 2, urls
+    # The retry asked for what came after the last event it had seen.
+    assert "since=0" in urls[0]
+    assert listener["lastSeq"] > 0 and f"since={listener['lastSeq']}" in urls[1]
+    assert listener["lastClose"] == {"code": 1008, "reason": "no session with that code"}
+    expect(page.locator("#notice")).to_contain_text("not available")
+    expect(page.locator("#state")).to_have_attribute("data-state", "failed")
+    expect(page.locator("#state-text")).to_have_text("Disconnected")
+    assert console_log.errors == [], f"console errors: {console_log.errors}"

@@ -111,7 +111,11 @@ class AudioBuffer:
 
     def slice(self, start: float, end: float | None = None) -> Samples:
         lo = max(0, round(start * SAMPLE_RATE) - self._start_sample)
-        hi = len(self._data) if end is None else max(lo, round(end * SAMPLE_RATE) - self._start_sample)
+        hi = (
+            len(self._data)
+            if end is None
+            else max(lo, round(end * SAMPLE_RATE) - self._start_sample)
+        )
         return self._data[lo:hi]
 
     def trim_before(self, time: float) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -42,8 +42,11 @@ def wants(event: Event, langs: frozenset[str]) -> bool:
 class ListenerQueue:
     """A bounded queue of events for one listener (policy in the module docstring)."""
 
-    def __init__(self, max_events: int = 1000) -> None:
+    def __init__(
+        self, max_events: int = 1000, on_replace: Callable[[], None] | None = None
+    ) -> None:
         self.max_events = max_events
+        self._on_replace = on_replace
         self._items: deque[Event] = deque()
         self._ready = asyncio.Event()
         self._overflowed = False
@@ -68,6 +71,8 @@ class ListenerQueue:
             for item in stale:
                 self._items.remove(item)
                 self.replaced_drafts += 1
+                if self._on_replace is not None:
+                    self._on_replace()
         self._items.append(event)
         if len(self._items) > self.max_events:
             self._overflowed = True
@@ -197,6 +202,8 @@ class InMemoryHub:
         self._logs: dict[str, SessionLog] = {}
         self._subs: dict[str, set[Subscription]] = {}
         self.max_queue = max_queue
+        self.replaced_drafts = 0
+        """Drafts replaced in listener queues by newer ones, over every listener."""
 
     def open(self, code: str, last_seq: int = 0, finals: Iterable[Caption] = ()) -> None:
         if code not in self._logs:
@@ -217,7 +224,9 @@ class InMemoryHub:
     def subscribe(
         self, code: str, langs: frozenset[str], since: int = 0, *, counted: bool = True
     ) -> Subscription:
-        sub = Subscription(code, langs, ListenerQueue(self.max_queue), since, counted)
+        sub = Subscription(
+            code, langs, ListenerQueue(self.max_queue, self._count_replaced), since, counted
+        )
         for event in self._logs[code].replay(since, langs):
             sub.queue.put(event)
         self._subs[code].add(sub)
@@ -239,6 +248,12 @@ class InMemoryHub:
 
     def listener_count(self, code: str) -> int:
         return sum(1 for sub in self._subs.get(code, ()) if sub.counted)
+
+    def _count_replaced(self) -> None:
+        self.replaced_drafts += 1
+
+    def deepest_queue(self) -> int:
+        return max((len(s.queue) for subs in self._subs.values() for s in subs), default=0)
 
     def wanted_languages(self, code: str) -> frozenset[str]:
         return frozenset().union(*(sub.langs for sub in self._subs.get(code, ())))

@@ -314,8 +314,3 @@ class StreamingRecognizer:
         if self._segment.id < 0:
             self._segment.id = self._next_segment()
         return self._segment.id
-
-    @property
-    def context(self) -> str:
-        """Recent final text, for the next stream of the same session."""
-        return self._context

@@ -10,14 +10,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from engine.audio import SAMPLE_RATE, AudioFormatError, StreamResampler, decode_pcm16
 from engine.events import Caption, ErrorEvent, Event, SessionState, StateChange
 from engine.hub import Hub
 from engine.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.store import SessionRecord, SessionStore
+from engine.telemetry import NullObserver, Observer
 from engine.translation_session import SessionTranslator
 from engine.vad import SileroModel, StreamingVad
 from engine.workers import Saturated, WorkerPool
@@ -56,6 +58,7 @@ class Pipeline:
     asr_pool: WorkerPool
     store_pool: WorkerPool
     recognizer_config: Callable[[str], RecognizerConfig]
+    observer: Observer = field(default_factory=NullObserver)
 
     def transcriber_for(self, language: str) -> object | None:
         return self.transcribers.get(language) or self.transcribers.get("*")
@@ -84,6 +87,7 @@ class Session:
         self.audio_time = max((c.end for c in finals), default=0.0)
         self.context = " ".join(c.text for c in finals if c.source)[-800:]
         self.stream: PresenterStream | None = None
+        self._source_published: dict[tuple[int, str], float] = {}
         self.translator: SessionTranslator | None = None
         """Set by the registry when the session offers translations."""
         hub.open(record.code, last_seq, finals)
@@ -91,6 +95,10 @@ class Session:
     @property
     def code(self) -> str:
         return self.record.code
+
+    @property
+    def observer(self) -> Observer:
+        return self._pipeline.observer
 
     def next_segment(self) -> int:
         segment = self._next_segment
@@ -102,7 +110,28 @@ class Session:
         if isinstance(numbered, Caption) and numbered.is_final:
             await self._pipeline.store_pool.run(self._store.append_final, self.code, numbered)
         self._hub.publish(self.code, numbered)
+        if isinstance(numbered, Caption):
+            self._observe(numbered)
+        elif isinstance(numbered, ErrorEvent):
+            self._pipeline.observer.error("session")
         return numbered
+
+    def _observe(self, caption: Caption) -> None:
+        """Caption latency as the server sees it: from the audio's arrival (source) or
+        from the source caption's publication (translation)."""
+        now = time.monotonic()
+        latency: float | None = None
+        if caption.source:
+            self._source_published[(caption.segment, caption.state)] = now
+            if self.stream is not None:
+                latency = self.stream.latency_of(caption.end, now)
+        else:
+            published = self._source_published.get((caption.segment, caption.state))
+            latency = None if published is None else now - published
+        if len(self._source_published) > 256:
+            for key in list(self._source_published)[:128]:
+                del self._source_published[key]
+        self._pipeline.observer.caption(caption, latency)
 
     async def set_state(self, state: SessionState) -> None:
         if state == self.state:
@@ -123,9 +152,7 @@ class Session:
         if self.translator is not None:
             await self.translator.drain()
 
-    def open_stream(
-        self, sample_rate: int, language: str, limits: StreamLimits
-    ) -> PresenterStream:
+    def open_stream(self, sample_rate: int, language: str, limits: StreamLimits) -> PresenterStream:
         if self.state == "ended":
             raise StreamError(1008, "session has ended")
         if self.stream is not None and not self.stream.finished:
@@ -173,6 +200,8 @@ class PresenterStream:
         self._started = time.monotonic()
         self._received_seconds = 0.0
         self._task: asyncio.Task[None] | None = None
+        self._arrivals: deque[tuple[float, float]] = deque(maxlen=4096)
+        """(session audio time at the end of a message, monotonic arrival time)."""
         self.errors = 0
 
     def start(self) -> None:
@@ -193,7 +222,15 @@ class PresenterStream:
         if self._received_seconds > self.limits.max_stream_seconds:
             raise StreamError(1008, "stream is longer than the session limit")
         self.recognizer.push(self._resampler.process(samples))
+        self._arrivals.append((self.recognizer.received_until, time.monotonic()))
         self._wake.set()
+
+    def latency_of(self, audio_time: float, now: float) -> float | None:
+        """Seconds since the audio up to ``audio_time`` arrived (None if not known)."""
+        for end, arrived in self._arrivals:
+            if end >= audio_time:
+                return now - arrived
+        return None
 
     async def finish(self) -> None:
         """Stop: finalise everything said, wait until its events are published."""
@@ -223,6 +260,7 @@ class PresenterStream:
             return
         except Exception as exc:  # a model failure: tell the audience, keep the session
             self.errors += 1
+            self.session.observer.error(type(exc).__name__)
             log.exception("recognition failed in session %s", self.session.code)
             await self.session.publish(ErrorEvent(f"recognition failed: {type(exc).__name__}"))
             return

@@ -30,8 +30,16 @@ class Saturated(RuntimeError):
 class WorkerPool:
     """A bounded executor for one resource (one model or one database)."""
 
-    def __init__(self, name: str, *, threads: int = 1, max_pending: int = 64) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        threads: int = 1,
+        max_pending: int = 64,
+        on_call: Callable[[str, float], None] | None = None,
+    ) -> None:
         self.name = name
+        self._on_call = on_call
         self.max_pending = max_pending
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
         self._pending = 0
@@ -58,8 +66,11 @@ class WorkerPool:
         try:
             return call()
         finally:
-            self.busy_seconds += time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            self.busy_seconds += seconds
             self.calls += 1
+            if self._on_call is not None:
+                self._on_call(self.name, seconds)
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
@@ -68,12 +79,15 @@ class WorkerPool:
 class Workers:
     """The named pools of one process, created by the app's lifespan."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_call: Callable[[str, float], None] | None = None) -> None:
         self._pools: dict[str, WorkerPool] = {}
+        self._on_call = on_call
 
     def pool(self, name: str, *, threads: int = 1, max_pending: int = 64) -> WorkerPool:
         if name not in self._pools:
-            self._pools[name] = WorkerPool(name, threads=threads, max_pending=max_pending)
+            self._pools[name] = WorkerPool(
+                name, threads=threads, max_pending=max_pending, on_call=self._on_call
+            )
         return self._pools[name]
 
     def __iter__(self):  # type: ignore[no-untyped-def]

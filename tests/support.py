@@ -70,8 +70,11 @@ class ServerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log_tail()}")
             try:
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                ready = httpx.get(f"{self.url}/readyz", timeout=2)
+                if ready.status_code == 200:
                     return self
+                if ready.json().get("status") == "failed":
+                    raise RuntimeError(f"server failed to load models: {self.log_tail()}")
             except httpx.HTTPError:
                 pass
             time.sleep(0.25)
@@ -146,8 +149,13 @@ async def stream_recording(
     ws_url = base_url.replace("http://", "ws://") + f"/ws/present/{session['code']}"
     events: list[dict[str, object]] = []
     async with websockets.connect(ws_url, max_size=2**22) as ws:
-        start = {"type": "start", "token": session["presenter_token"], "sample_rate": rate,
-                 "encoding": "pcm_s16le", "language": "en"}
+        start = {
+            "type": "start",
+            "token": session["presenter_token"],
+            "sample_rate": rate,
+            "encoding": "pcm_s16le",
+            "language": "en",
+        }
         await ws.send(json.dumps(start))
         ready = json.loads(await ws.recv())
         assert ready["type"] == "ready", ready
@@ -168,6 +176,9 @@ async def stream_recording(
         await ws.send(json.dumps({"type": "stop"}))
         await asyncio.wait_for(receiver, 300)
         return PresenterRun(
-            session["code"], session["presenter_token"], events,
-            ws.close_code, ws.close_reason or "",
+            session["code"],
+            session["presenter_token"],
+            events,
+            ws.close_code,
+            ws.close_reason or "",
         )

@@ -5,6 +5,7 @@ Real server process, real tiny.en model, a real recording."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import io
 import json
 from pathlib import Path
@@ -12,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 import srt
-import webvtt
 import websockets
+import webvtt
 
 from tests.support import (
     LONGFORM_EN,
@@ -122,7 +123,7 @@ async def test_three_listeners_end_with_the_presenters_transcript(tmp_path: Path
         srt_text = httpx.get(base, params={"format": "srt"}).text
         cues = list(srt.parse(srt_text))
         assert cues and all(c.start < c.end for c in cues)
-        assert all(a.end <= b.start for a, b in zip(cues, cues[1:], strict=False))
+        assert all(a.end <= b.start for a, b in itertools.pairwise(cues))
         assert cues[-1].end.total_seconds() <= duration + 0.5
         vtt = webvtt.from_buffer(io.StringIO(httpx.get(base, params={"format": "vtt"}).text))
         assert len(vtt.captions) == len(cues)

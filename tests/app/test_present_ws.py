@@ -75,8 +75,16 @@ async def _close_of(url: str, messages: list[str | bytes]) -> tuple[int, str]:
 
 
 def _start(token: str, **extra: object) -> str:
-    return json.dumps({"type": "start", "token": token, "sample_rate": 16000,
-                       "encoding": "pcm_s16le", "language": "en", **extra})
+    return json.dumps(
+        {
+            "type": "start",
+            "token": token,
+            "sample_rate": 16000,
+            "encoding": "pcm_s16le",
+            "language": "en",
+            **extra,
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -160,3 +168,28 @@ def test_http_api_refusals(server: ServerProcess) -> None:
     assert httpx.get(transcript, params={"lang": "fr"}).status_code == 400
     assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
     assert httpx.get(f"{base}/readyz").json() == {"status": "ready"}
+
+
+async def test_metrics_expose_the_named_series_after_a_session(server: ServerProcess) -> None:
+    pcm, rate = read_wav(SONNET)
+    await stream_recording(server.url, pcm[: 16000 * 2 * 12], rate, speed=4.0)
+    text = httpx.get(f"{server.url}/metrics").text
+    for series in (
+        'interp_caption_latency_seconds_count{kind="source",state="draft"}',
+        'interp_caption_latency_seconds_count{kind="source",state="final"}',
+        'interp_model_call_seconds_count{pool="asr"}',
+        'interp_sessions{state="live"}',
+        "interp_listeners ",
+        "interp_lag_seconds ",
+        'interp_worker_queue_depth{pool="asr"}',
+        "interp_listener_queue_depth ",
+        'interp_dropped_drafts_total{where="listener_queue"}',
+        'interp_captions_total{kind="source",state="final"}',
+    ):
+        assert series in text, series
+    final_count = next(
+        line
+        for line in text.splitlines()
+        if line.startswith('interp_caption_latency_seconds_count{kind="source",state="final"}')
+    )
+    assert float(final_count.split()[-1]) >= 1

@@ -20,8 +20,9 @@ pytestmark = [
 RECORDING = LONGFORM_EN / "librivox_shakespeare_sonnet_002.wav"
 
 
-async def _listen(url: str, events: list[dict[str, object]], stop: asyncio.Event,
-                  switch_to: str | None = None) -> None:
+async def _listen(
+    url: str, events: list[dict[str, object]], stop: asyncio.Event, switch_to: str | None = None
+) -> None:
     async with websockets.connect(url) as ws:
         if switch_to is not None:
             await ws.send(json.dumps({"type": "language", "lang": switch_to}))
@@ -36,8 +37,10 @@ def _finals(events: list[dict[str, object]], lang: str, source: bool) -> dict[in
     return {
         int(e["segment"]): str(e["text"])  # type: ignore[call-overload]
         for e in events
-        if e.get("type") == "caption" and e.get("state") == "final"
-        and e.get("lang") == lang and e.get("source") is source
+        if e.get("type") == "caption"
+        and e.get("state") == "final"
+        and e.get("lang") == lang
+        and e.get("source") is source
     }
 
 
@@ -87,14 +90,20 @@ async def test_spanish_listener_gets_a_spanish_final_for_every_source_final(
     # The listener that switched without reconnecting reads Spanish too.
     assert set(_finals(switcher, "es", False)) == set(source)
     # The Spanish transcript is served and exported.
-    txt = httpx.get(f"{server.url}/api/sessions/{session['code']}/transcript",
-                    params={"lang": "es", "format": "txt"}).text
-    assert txt.split() == " ".join(translated[k] for k in sorted(translated) if translated[k]).split()
+    txt = httpx.get(
+        f"{server.url}/api/sessions/{session['code']}/transcript",
+        params={"lang": "es", "format": "txt"},
+    ).text
+    assert (
+        txt.split() == " ".join(translated[k] for k in sorted(translated) if translated[k]).split()
+    )
 
 
 def test_unsupported_target_language_is_refused(server: ServerProcess) -> None:
-    response = httpx.post(f"{server.url}/api/sessions",
-                          json={"title": "x", "source_language": "en", "target_languages": ["ko"]})
+    response = httpx.post(
+        f"{server.url}/api/sessions",
+        json={"title": "x", "source_language": "en", "target_languages": ["ko"]},
+    )
     assert response.status_code == 422
     assert "ko" in response.json()["error"]
 
@@ -135,7 +144,9 @@ async def test_spanish_speech_gets_whisper_translated_english_finals(
     await asyncio.wait_for(complete(), 60)
     stop.set()
     await task
-    hypothesis = " ".join(_finals(english, "en", False)[k] for k in sorted(_finals(english, "en", False)))
+    hypothesis = " ".join(
+        _finals(english, "en", False)[k] for k in sorted(_finals(english, "en", False))
+    )
     reference = " ".join(str(c["translations"]["eng_Latn"]) for c in clips)  # type: ignore[index]
     chrf = sacrebleu.corpus_chrf([hypothesis], [[reference]]).score
     # Whisper base translate scored chrF 43.7 on four es/de FLEURS clips offline; a streamed

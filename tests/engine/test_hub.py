@@ -10,7 +10,9 @@ from engine.events import Caption, StateChange
 from engine.hub import InMemoryHub, ListenerQueue, ListenerTooSlow, SubscriptionClosed
 
 
-def cap(segment: int, state: str = "draft", text: str = "x", lang: str = "en", seq: int = 0) -> Caption:
+def cap(
+    segment: int, state: str = "draft", text: str = "x", lang: str = "en", seq: int = 0
+) -> Caption:
     return Caption(segment, lang, lang == "en", state, text, 0.0, 1.0, seq=seq)  # type: ignore[arg-type]
 
 
@@ -86,13 +88,21 @@ async def test_stalled_listener_does_not_slow_publishing_or_others() -> None:
 def test_backfill_after_since_has_finals_and_newest_open_draft() -> None:
     hub = InMemoryHub()
     hub.open("ABC")
-    for event in [cap(0, text="a"), cap(0, "final", "A"), cap(1, text="b1"), cap(1, text="b2"),
-                  StateChange("live", 3), cap(2, "final", "C", lang="es")]:
+    for event in [
+        cap(0, text="a"),
+        cap(0, "final", "A"),
+        cap(1, text="b1"),
+        cap(1, text="b2"),
+        StateChange("live", 3),
+        cap(2, "final", "C", lang="es"),
+    ]:
         hub.publish("ABC", hub.number("ABC", event))
     sub = hub.subscribe("ABC", frozenset({"en"}), since=0)
     items = drain(sub.queue)
     assert [(type(e).__name__, getattr(e, "text", None)) for e in items] == [
-        ("Caption", "A"), ("Caption", "b2"), ("StateChange", None)
+        ("Caption", "A"),
+        ("Caption", "b2"),
+        ("StateChange", None),
     ]
     later = hub.subscribe("ABC", frozenset({"en"}), since=2)
     assert [getattr(e, "text", None) for e in drain(later.queue)] == ["b2", None]

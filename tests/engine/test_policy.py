@@ -13,7 +13,9 @@ from engine.policy import (
 
 
 def words(text: str, start: float = 0.0, step: float = 0.5) -> list[Word]:
-    return [Word(" " + t, start + i * step, start + i * step + 0.4) for i, t in enumerate(text.split())]
+    return [
+        Word(" " + t, start + i * step, start + i * step + 0.4) for i, t in enumerate(text.split())
+    ]
 
 
 def texts(ws: list[Word]) -> str:

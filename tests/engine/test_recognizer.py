@@ -24,9 +24,14 @@ from engine.vad import WINDOW
 
 SCRIPT = [
     # sentence one, then a pause from 2.6 s to 3.6 s, then sentence two
-    Word(" Hello", 0.2, 0.6), Word(" there", 0.7, 1.1), Word(" my", 1.2, 1.5),
+    Word(" Hello", 0.2, 0.6),
+    Word(" there", 0.7, 1.1),
+    Word(" my", 1.2, 1.5),
     Word(" friends.", 1.6, 2.4),
-    Word(" This", 3.7, 4.0), Word(" is", 4.1, 4.3), Word(" a", 4.4, 4.5), Word(" test.", 4.6, 5.2),
+    Word(" This", 3.7, 4.0),
+    Word(" is", 4.1, 4.3),
+    Word(" a", 4.4, 4.5),
+    Word(" test.", 4.6, 5.2),
 ]
 SILENCE = [(2.6, 3.6), (5.4, 7.0)]
 

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 from models import languages
 from models.apertium import (
-from tests.support import EVAL
     MAX_REQUEST_CHARS,
     ApertiumError,
     ApertiumTimeout,
@@ -38,6 +37,7 @@ from tests.support import EVAL
     tidy,
     unescape,
 )
+from tests.support import EVAL
 
 FLORES_DIR = EVAL / "mt_text" / "flores200_devtest"
 RESERVED = "/\\[]^$@<>{}~"

@@ -1,0 +1,126 @@
+"""``GET /metrics``: the pipeline's measurements in Prometheus text format.
+
+Histograms are fed as things happen (:class:`PrometheusObserver`); gauges are read from the
+live objects at scrape time (:class:`LiveCollector`), so nothing is double-counted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import Response
+
+from engine.events import Caption
+
+if TYPE_CHECKING:
+    from app.services import Services
+
+LATENCY_BUCKETS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 10.0, 20.0)
+CALL_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0)
+
+
+class PrometheusObserver:
+    """An :class:`engine.telemetry.Observer` that records into a registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._caption_latency = Histogram(
+            "interp_caption_latency_seconds",
+            "Seconds from the audio's arrival (source) or the source caption (translation) "
+            "to a caption's publication",
+            ["kind", "state"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self._model_call = Histogram(
+            "interp_model_call_seconds",
+            "Seconds one call into a model or the store took, by worker pool "
+            "(asr: one recognition step or refine pass; mt-*: one translation)",
+            ["pool"],
+            buckets=CALL_BUCKETS,
+            registry=registry,
+        )
+        self._errors = Counter(
+            "interp_errors",
+            "Errors a session turned into an error event, by kind",
+            ["kind"],
+            registry=registry,
+        )
+        self._captions = Counter(
+            "interp_captions", "Captions published", ["kind", "state"], registry=registry
+        )
+
+    def caption(self, caption: Caption, latency: float | None) -> None:
+        kind = "source" if caption.source else "translation"
+        self._captions.labels(kind, caption.state).inc()
+        if latency is not None:
+            self._caption_latency.labels(kind, caption.state).observe(latency)
+
+    def model_call(self, pool: str, seconds: float) -> None:
+        self._model_call.labels(pool).observe(seconds)
+
+    def error(self, kind: str) -> None:
+        self._errors.labels(kind).inc()
+
+
+class LiveCollector(Collector):
+    """Gauges read from the running services at scrape time."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def collect(self) -> Iterator[Metric]:
+        services = self.services
+        sessions = GaugeMetricFamily("interp_sessions", "Sessions by state", labels=["state"])
+        counts = {"waiting": 0, "live": 0, "ended": 0}
+        listeners = 0
+        lag = 0.0
+        dropped = 0
+        stale = 0
+        for session in services.registry:
+            counts[session.state] = counts.get(session.state, 0) + 1
+            listeners += services.hub.listener_count(session.code)
+            if session.stream is not None and not session.stream.finished:
+                lag = max(lag, session.stream.recognizer.backlog)
+                dropped += session.stream.recognizer.skipped_drafts
+            if session.translator is not None:
+                stale += (
+                    session.translator.stats.drafts_stale + session.translator.stats.drafts_late
+                )
+        for state, value in counts.items():
+            sessions.add_metric([state], value)
+        yield sessions
+        yield GaugeMetricFamily("interp_listeners", "Connected listeners", value=listeners)
+        yield GaugeMetricFamily(
+            "interp_lag_seconds", "Largest recognition backlog behind real time", value=lag
+        )
+        pending = GaugeMetricFamily(
+            "interp_worker_queue_depth",
+            "Calls waiting or running per worker pool",
+            labels=["pool"],
+        )
+        for pool in services.workers:
+            pending.add_metric([pool.name], pool.pending)
+        yield pending
+        yield GaugeMetricFamily(
+            "interp_listener_queue_depth",
+            "Deepest listener queue",
+            value=services.hub.deepest_queue(),
+        )
+        drafts = CounterMetricFamily(
+            "interp_dropped_drafts",
+            "Drafts not delivered because newer ones replaced them",
+            labels=["where"],
+        )
+        drafts.add_metric(["listener_queue"], services.hub.replaced_drafts)
+        drafts.add_metric(["recognizer_skipped"], dropped)
+        drafts.add_metric(["translation_stale"], stale)
+        yield drafts
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    registry: CollectorRegistry = request.app.state.metrics_registry
+    return Response(generate_latest(registry), media_type="text/plain; version=0.0.4")

@@ -1,0 +1,391 @@
+"""The capacity benchmark: how many presenters can speak at once before captions fall behind.
+
+Round N: N presenters, each replaying a different real recording in real time to its own
+session, all at once. A presenter's lag is how far the captions it receives trail the audio
+it has sent (docs/metrics.md, "Capacity"). A round passes when every replay completes and
+every presenter's lag stays under the limit (2 s) the whole time. Rounds go N = 1, 2, ...
+up to ``--max`` against one server and stop at the first that fails; the capacity is the
+largest N that passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.fanout import (
+    CpuUse,
+    RssSampler,
+    cpu_snapshot,
+    cpu_use,
+    server_under_test,
+    trimmed,
+)
+from bench.metrics import Distribution, SendSchedule, distribution
+from bench.recordings import Recording, load_recording
+from bench.replay import Replay, ReplayError, replay
+from bench.report import machine_info
+from bench.server import ServerHandle
+
+DEFAULT_MAX = 4
+"""The server's default ``max_live_streams`` (app/settings.py)."""
+LAG_LIMIT_S = 2.0
+MIB = 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class LagSample:
+    """The lag seen when one source caption arrived."""
+
+    at: float
+    """Seconds since the presenter's first audio chunk was sent."""
+    sent: float
+    """Seconds of audio sent by then."""
+    covered: float
+    """The largest caption ``end`` received so far (seconds of session audio)."""
+
+    @property
+    def lag(self) -> float:
+        return self.sent - self.covered
+
+
+def lag_series(schedule: SendSchedule, captions: Iterable[tuple[float, float]]) -> list[LagSample]:
+    """Lag at each source caption's arrival.
+
+    ``captions`` are ``(arrival, end)`` of the presenter's source caption events (drafts and
+    finals) in arrival order, ``arrival`` on the clock of ``schedule``. The audio covered is
+    the largest ``end`` so far, so a late final of an earlier segment does not count as
+    falling back.
+    """
+    first = schedule.send_times[0]
+    covered = 0.0
+    samples: list[LagSample] = []
+    for arrival, end in captions:
+        covered = max(covered, end)
+        samples.append(LagSample(arrival - first, schedule.audio_sent_by(arrival), covered))
+    return samples
+
+
+def caption_ends(recorded: Replay) -> list[tuple[float, float]]:
+    """``(arrival, end)`` of every source caption the presenter received, in order."""
+    return [
+        (r.arrival, float(m["end"]))
+        for r in recorded.received
+        if (m := r.message).get("type") == "caption" and m.get("source", True)
+    ]
+
+
+def server_lag_max(recorded: Replay) -> float | None:
+    """The largest ``{"type": "lag"}`` the server reported, ``None`` if it sent none."""
+    values = [
+        float(r.message["seconds"]) for r in recorded.received if r.message.get("type") == "lag"
+    ]
+    return max(values, default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class PresenterLag:
+    """One presenter of one round."""
+
+    recording: str
+    audio_s: float
+    samples: tuple[LagSample, ...] = ()
+    end_lag_s: float | None = None
+    """``ended`` arrival − send time of the last chunk."""
+    server_lag_max_s: float | None = None
+    error: str | None = None
+    """Why the replay did not complete (the round then fails)."""
+
+    @property
+    def lag(self) -> Distribution:
+        return distribution(s.lag for s in self.samples)
+
+    def passed(self, limit_s: float) -> bool:
+        """Completed, captioned, and its lag stayed under ``limit_s`` at every sample."""
+        return (
+            self.error is None and bool(self.samples) and all(s.lag < limit_s for s in self.samples)
+        )
+
+
+def measure_presenter(recording: Recording, recorded: Replay) -> PresenterLag:
+    """Lag metrics of one completed replay (pure)."""
+    return PresenterLag(
+        recording=recording.id,
+        audio_s=recording.duration,
+        samples=tuple(lag_series(recorded.schedule, caption_ends(recorded))),
+        end_lag_s=recorded.ended_at - recorded.schedule.send_times[-1],
+        server_lag_max_s=server_lag_max(recorded),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityRound:
+    """N presenters at once."""
+
+    presenters: tuple[PresenterLag, ...]
+    cpu: CpuUse
+    rss_start_bytes: int | None
+    rss_peak_bytes: int | None
+    load_average_before: tuple[float, float, float]
+    load_average_after: tuple[float, float, float]
+
+    @property
+    def size(self) -> int:
+        return len(self.presenters)
+
+    @property
+    def lag(self) -> Distribution:
+        """Over every sample of every presenter."""
+        return distribution(s.lag for p in self.presenters for s in p.samples)
+
+    def passed(self, limit_s: float) -> bool:
+        return all(p.passed(limit_s) for p in self.presenters)
+
+
+def capacity_of(rounds: Sequence[CapacityRound], limit_s: float) -> int:
+    """The largest N such that rounds 1..N all passed (0 if the first failed)."""
+    best = 0
+    for run in sorted(rounds, key=lambda r: r.size):
+        if run.size != best + 1 or not run.passed(limit_s):
+            break
+        best = run.size
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class CapacitySettings:
+    """What ``python -m bench capacity`` was asked to do."""
+
+    max_presenters: int
+    wavs: tuple[Path, ...]
+    out: Path
+    seconds: float | None = None
+    lag_limit_s: float = LAG_LIMIT_S
+    url: str | None = None
+    server_pid: int | None = None
+    ready_timeout: float = 120.0
+
+
+async def _present(base_url: str, recording: Recording) -> PresenterLag:
+    try:
+        recorded = await replay(base_url, recording, "realtime")
+    except ReplayError as error:
+        return PresenterLag(recording.id, recording.duration, error=str(error))
+    return measure_presenter(recording, recorded)
+
+
+async def run_round(recordings: Sequence[Recording], server: ServerHandle) -> CapacityRound:
+    """Replay every recording at once, each to its own session, in real time."""
+    load_before = os.getloadavg()
+    async with RssSampler(server.pid) as rss:
+        before = cpu_snapshot(server.pid, [])
+        presenters = await asyncio.gather(*(_present(server.base_url, r) for r in recordings))
+        cpu = cpu_use(before, cpu_snapshot(server.pid, []))
+    return CapacityRound(
+        presenters=tuple(presenters),
+        cpu=cpu,
+        rss_start_bytes=rss.start_bytes,
+        rss_peak_bytes=rss.peak_bytes,
+        load_average_before=load_before,
+        load_average_after=os.getloadavg(),
+    )
+
+
+def presenter_recordings(recordings: Sequence[Recording], count: int) -> list[Recording]:
+    """Presenter ``k`` replays recording ``k`` (cycling when there are fewer recordings)."""
+    return [recordings[k % len(recordings)] for k in range(count)]
+
+
+async def run_capacity(settings: CapacitySettings) -> list[CapacityRound]:
+    """Rounds 1..max against one server, stopping after the first that fails."""
+    recordings = [trimmed(load_recording(w), settings.seconds) for w in settings.wavs]
+    rounds: list[CapacityRound] = []
+    log_path = settings.out / "server-capacity.log"
+    async with server_under_test(
+        settings.url, settings.server_pid, log_path, settings.ready_timeout
+    ) as server:
+        for count in range(1, settings.max_presenters + 1):
+            run = await run_round(presenter_recordings(recordings, count), server)
+            rounds.append(run)
+            if not run.passed(settings.lag_limit_s):
+                break
+    return rounds
+
+
+# --- the report ---------------------------------------------------------------------------
+
+
+def _mib(value: int | None) -> float | None:
+    return None if value is None else round(value / MIB, 1)
+
+
+def presenter_json(presenter: PresenterLag, limit_s: float) -> dict[str, Any]:
+    """One presenter's lag: statistics and the whole series."""
+    return {
+        "recording": presenter.recording,
+        "audio_s": presenter.audio_s,
+        "lag_s": asdict(presenter.lag),
+        "end_lag_s": presenter.end_lag_s,
+        "server_lag_max_s": presenter.server_lag_max_s,
+        "passed": presenter.passed(limit_s),
+        "error": presenter.error,
+        "series": [
+            [round(s.at, 3), round(s.sent, 3), round(s.covered, 3)] for s in presenter.samples
+        ],
+    }
+
+
+def round_json(run: CapacityRound, limit_s: float) -> dict[str, Any]:
+    """One round: lag over all presenters, pass or fail, server resources."""
+    return {
+        "presenters": run.size,
+        "passed": run.passed(limit_s),
+        "lag_s": asdict(run.lag),
+        "server": {
+            "cpu_cores": run.cpu.server,
+            "rss_start_mib": _mib(run.rss_start_bytes),
+            "rss_peak_mib": _mib(run.rss_peak_bytes),
+        },
+        "machine": {
+            "busy_cores": run.cpu.machine,
+            "other_cores": run.cpu.other,
+            "load_average_before": [round(x, 2) for x in run.load_average_before],
+            "load_average_after": [round(x, 2) for x in run.load_average_after],
+        },
+        "wall_s": run.cpu.wall_s,
+        "per_presenter": [presenter_json(p, limit_s) for p in run.presenters],
+    }
+
+
+def report_json(
+    rounds: Sequence[CapacityRound], settings: CapacitySettings, command: str
+) -> dict[str, Any]:
+    """The whole report as JSON-ready data."""
+    return {
+        "benchmark": "capacity",
+        "command": command,
+        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "server": {"url": settings.url, "started_by_bench": settings.url is None},
+        "recordings": [w.stem for w in settings.wavs],
+        "trimmed_to_s": settings.seconds,
+        "lag_limit_s": settings.lag_limit_s,
+        "max_presenters": settings.max_presenters,
+        "capacity": capacity_of(rounds, settings.lag_limit_s),
+        "series_columns": ["at_s", "sent_s", "covered_s"],
+        "rounds": [round_json(r, settings.lag_limit_s) for r in rounds],
+    }
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
+    """The report's tables in Markdown."""
+    machine, limit = report["machine"], report["lag_limit_s"]
+    tried = len(report["rounds"])
+    lines = [
+        "# Capacity benchmark: simultaneous real-time presenters",
+        "",
+        f"- Command: `{report['command']}`",
+        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
+        f"{machine['memory_gib']} GiB, Python {machine['python']}",
+        f"- Date (UTC): {report['created_utc']}",
+        f"- **Capacity: {report['capacity']} presenter(s)** whose caption lag stays under "
+        f"{limit} s (tried up to {report['max_presenters']}; rounds stop at the first that "
+        f"fails; {tried} run)",
+        "",
+        "| presenters | lag p50 / p95 / max s | end lag max s | server CPU cores "
+        "| server RSS peak MiB | other load cores | load average before | passed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["rounds"]:
+        lag = r["lag_s"]
+        end_lags = [p["end_lag_s"] for p in r["per_presenter"] if p["end_lag_s"] is not None]
+        lines.append(
+            f"| {r['presenters']} | {_f(lag['p50'])} / {_f(lag['p95'])} / {_f(lag['max'])} "
+            f"| {_f(max(end_lags, default=None))} | {_f(r['server']['cpu_cores'])} "
+            f"| {_f(r['server']['rss_peak_mib'], 0)} | {_f(r['machine']['other_cores'])} "
+            f"| {' / '.join(str(x) for x in r['machine']['load_average_before'])} "
+            f"| {'yes' if r['passed'] else '**no**'} |"
+        )
+    lines += [
+        "",
+        "## Per presenter",
+        "",
+        "| presenters | recording | audio s | lag p50 / p95 / max s | end lag s | passed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in report["rounds"]:
+        for p in r["per_presenter"]:
+            lag = p["lag_s"]
+            verdict = "yes" if p["passed"] else f"**no**{': ' + p['error'] if p['error'] else ''}"
+            lines.append(
+                f"| {r['presenters']} | {p['recording']} | {_f(p['audio_s'], 1)} "
+                f"| {_f(lag['p50'])} / {_f(lag['p95'])} / {_f(lag['max'])} "
+                f"| {_f(p['end_lag_s'])} | {verdict} |"
+            )
+    lines += [
+        "",
+        "Lag = audio seconds sent − the largest caption `end` received, sampled at every "
+        "source caption's arrival (docs/metrics.md). CPU in cores = CPU seconds per wall "
+        'second over the round; "other load" is busy CPU not used by the server or the '
+        "bench (other work on the machine).",
+    ]
+    if plot is not None:
+        lines += ["", f"![lag over time]({plot.name})"]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def plot_lag(rounds: Sequence[CapacityRound], limit_s: float, path: Path) -> Path:
+    """Lag over time, one panel per round, one line per presenter; saved as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(
+        len(rounds), 1, figsize=(9, 2.6 * len(rounds)), sharex=True, squeeze=False
+    )
+    for ax, run in zip(axes[:, 0], rounds, strict=True):
+        for k, presenter in enumerate(run.presenters):
+            ax.plot(
+                [s.at for s in presenter.samples],
+                [s.lag for s in presenter.samples],
+                label=f"{k + 1}: {presenter.recording}",
+                linewidth=1.2,
+            )
+        ax.axhline(limit_s, color="red", linestyle="--", linewidth=1)
+        verdict = "passed" if run.passed(limit_s) else "failed"
+        ax.set_title(f"{run.size} presenter(s) at once: {verdict}", fontsize=10)
+        ax.set_ylabel("lag (s)")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds since the presenter's first audio")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def write_report(
+    rounds: Sequence[CapacityRound], settings: CapacitySettings, command: str
+) -> tuple[list[Path], str]:
+    """Write ``capacity.json``, ``capacity.md`` and ``capacity.png`` into ``settings.out``."""
+    settings.out.mkdir(parents=True, exist_ok=True)
+    report = report_json(rounds, settings, command)
+    plot = plot_lag(rounds, settings.lag_limit_s, settings.out / "capacity.png")
+    markdown = report_markdown(report, plot)
+    json_path, md_path = settings.out / "capacity.json", settings.out / "capacity.md"
+    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    md_path.write_text(markdown, encoding="utf-8")
+    return [json_path, md_path, plot], markdown

@@ -1,0 +1,71 @@
+"""Peer comparison: ``python -m bench.peer [--files ...] [--out DIR]``.
+
+Replays the same recordings in real time, with the same model, to our server and then to
+WhisperLiveKit (faster-whisper, LocalAgreement), never both at once, and prints every caption
+metric of both side by side with the ratio ours / peer (``bench.peer_run``,
+``bench.peer_report``). Definitions and set-up: docs/metrics.md, "Peer comparison".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.peer_report import write_peer_report
+from bench.peer_run import PeerRunSettings, run_comparison
+from bench.peer_server import PEER_VENV
+from bench.recordings import EVAL_LONGFORM_EN, default_wavs, resolve_wavs
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench.peer", description=__doc__)
+    parser.add_argument(
+        "--files",
+        nargs="+",
+        metavar="FILE",
+        help="WAV paths or recording ids in --eval-dir (default: every English long-form "
+        "recording except *_SILVER and the *_concat file)",
+    )
+    parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--model", default="tiny.en", help="model of both systems (and baseline)")
+    parser.add_argument(
+        "--peer-venv",
+        type=Path,
+        default=PEER_VENV,
+        help="virtual environment with whisperlivekit installed",
+    )
+    parser.add_argument("--ready-timeout", type=float, default=180.0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the comparison; print the Markdown report; write ``peer.json`` and ``peer.md``."""
+    args = build_parser().parse_args(argv)
+    wavs = resolve_wavs(args.files, args.eval_dir) if args.files else default_wavs(args.eval_dir)
+    if not wavs:
+        print(f"no recordings found in {args.eval_dir}", file=sys.stderr)
+        return 2
+    settings = PeerRunSettings(
+        wavs=tuple(wavs),
+        out=args.out,
+        model=args.model,
+        peer_venv=args.peer_venv,
+        ready_timeout=args.ready_timeout,
+    )
+    command = shlex.join(["python", "-m", "bench.peer", *(sys.argv[1:] if argv is None else argv)])
+    ours, peer = asyncio.run(run_comparison(settings))
+    json_path, md_path, markdown = write_peer_report(ours, peer, settings, command)
+    print(markdown)
+    print(f"wrote {json_path} and {md_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
