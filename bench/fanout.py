@@ -502,7 +502,7 @@ class Listener:
             self.joined.set()
             try:
                 async for raw in ws:
-                    self._receive(time.time(), raw, opened_at)
+                    self.on_message(time.time(), raw, opened_at)
             except ConnectionClosed:
                 pass  # the close code is read below
             self._ws = None
@@ -513,7 +513,9 @@ class Listener:
                 return
             self.reconnects += 1
 
-    def _receive(self, now: float, raw: str | bytes, opened_at: float) -> None:
+    def on_message(self, now: float, raw: str | bytes, opened_at: float) -> None:
+        """Record one message received at ``now`` on a socket that began opening at
+        ``opened_at``."""
         if isinstance(raw, bytes):
             return
         message = json.loads(raw)
@@ -666,10 +668,12 @@ class ClientPool:
             raise FanoutError(f"client processes did not report {kind.__name__} in time") from None
 
     async def close(self, grace: float = 10.0) -> None:
-        """Wait for the processes to exit; terminate those still running after ``grace``.
+        """Wait up to ``grace`` seconds for the processes to exit, then terminate the rest.
         Terminating also ends any thread still blocked reading a pipe (EOF)."""
+        deadline = time.monotonic() + grace
         for process in self._processes:
-            await asyncio.to_thread(process.join, grace)
+            await asyncio.to_thread(process.join, max(0.0, deadline - time.monotonic()))
+        for process in self._processes:
             if process.is_alive():
                 process.terminate()
                 await asyncio.to_thread(process.join)
@@ -766,8 +770,10 @@ async def run_round(
 
             pool.send(Finish(frozenset(presenter_finals(presenter)), settings.drain_timeout))
             results = await pool.gather(Results, settings.drain_timeout + 120)
-        finally:
-            await pool.close()
+        except BaseException:
+            await pool.close(grace=0.0)
+            raise
+        await pool.close()
     records = sorted((r for res in results for r in res.records), key=lambda r: r.index)
     return Round(
         listeners=listeners,

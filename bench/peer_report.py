@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.alignment import WordErrors
-from bench.captions import FileResult, Overall, overall, ratio
+from bench.captions import Overall, overall, ratio
 from bench.metrics import CAUSAL_SLACK_S
-from bench.peer_run import PeerRunSettings, SystemRun
+from bench.peer_run import Load, PeerRunSettings, SystemRun
 from bench.peer_server import peer_versions
 from bench.reference import DecodeSettings, whisper_model_dir
 from bench.report import file_json, machine_info, overall_json, trace_json
@@ -109,6 +109,8 @@ def system_json(run: SystemRun) -> dict[str, Any]:
     for index, result in enumerate(run.results):
         entry = file_json(result)
         entry["erasure_per_segment"] = run.segment_erasure[index].normalised
+        load = run.loads[index]
+        entry["load_average_1m"] = {"before": round(load.before, 2), "after": round(load.after, 2)}
         if run.peer_replays:
             mapped = run.peer_replays[index].mapped
             entry["mapping"] = {
@@ -120,8 +122,6 @@ def system_json(run: SystemRun) -> dict[str, Any]:
     return {
         "server_command": list(run.server_command),
         "server_log": str(run.server_log),
-        "load_average_before": [round(x, 2) for x in run.load_before],
-        "load_average_after": [round(x, 2) for x in run.load_after],
         "overall": overall_json(overall(run.results), len(run.results)),
         "files": files,
     }
@@ -168,9 +168,15 @@ def _both(ours: float | None, peer: float | None, digits: int = 2) -> str:
     return f"{_f(ours, digits)} / {_f(peer, digits)}"
 
 
-def _per_file_rows(ours: Sequence[FileResult], peer: Sequence[FileResult]) -> list[str]:
+def _load(load: Load) -> str:
+    return f"{load.before:.1f}→{load.after:.1f}"
+
+
+def _per_file_rows(ours: SystemRun, peer: SystemRun) -> list[str]:
     rows = []
-    for mine, theirs in zip(ours, peer, strict=True):
+    for mine, theirs, ours_load, peer_load in zip(
+        ours.results, peer.results, ours.loads, peer.loads, strict=True
+    ):
         rows.append(
             f"| {mine.recording} | {_f(mine.audio_seconds, 1)} "
             f"| {_both(wer_of(mine.errors), wer_of(theirs.errors), 3)} "
@@ -179,7 +185,8 @@ def _per_file_rows(ours: Sequence[FileResult], peer: Sequence[FileResult]) -> li
             f"| {_both(mine.time_to_first_caption_s, theirs.time_to_first_caption_s)} "
             f"| {_both(mine.end_lag_s, theirs.end_lag_s)} "
             f"| {_both(mine.erasure.normalised, theirs.erasure.normalised, 3)} "
-            f"| {_both(mine.cpu_per_audio_second, theirs.cpu_per_audio_second, 3)} |"
+            f"| {_both(mine.cpu_per_audio_second, theirs.cpu_per_audio_second, 3)} "
+            f"| {_load(ours_load)} / {_load(peer_load)} |"
         )
     return rows
 
@@ -188,17 +195,13 @@ def report_markdown(report: dict[str, Any], ours: SystemRun, peer: SystemRun) ->
     """The report's tables in Markdown."""
     machine, goals, met = report["machine"], report["goals"], report["goals_met"]
     versions = report["peer"]["versions"]
-    systems = report["systems"]
     lines = [
         f"# Peer comparison: ours vs {PEER_NAME}, realtime replay",
         "",
         f"- Command: `{report['command']}`",
         f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
-        f"{machine['memory_gib']} GiB, Python {machine['python']}. Load average (1/5/15 min) "
-        f"while ours ran: {systems['ours']['load_average_before']} → "
-        f"{systems['ours']['load_average_after']}; while {PEER_NAME} ran: "
-        f"{systems['peer']['load_average_before']} → {systems['peer']['load_average_after']} "
-        "(other work shares the machine)",
+        f"{machine['memory_gib']} GiB, Python {machine['python']}; shared with other work: "
+        "the 1-minute load average before → after each replay is in the per-file table",
         f"- Date (UTC): {report['created_utc']}",
         f"- Model for both: `{report['model_dir']}` (tiny.en, CTranslate2)",
         f"- {PEER_NAME} {versions['whisperlivekit']} (faster-whisper {versions['faster-whisper']}, "
@@ -206,7 +209,8 @@ def report_markdown(report: dict[str, Any], ours: SystemRun, peer: SystemRun) ->
         "localagreement --lan en --pcm-input`, its defaults otherwise (VAC on); shown = "
         "committed lines + buffer, final = committed lines",
         "- Same recordings, 100 ms chunks on the same real-time schedule, same reference word "
-        "times, same metric code; one server at a time",
+        "times, same metric code; both servers up, one replay at a time, the order alternating "
+        "per recording (ours first for the 1st, 3rd, ...)",
         "",
         "## Goals",
         "",
@@ -234,9 +238,9 @@ def report_markdown(report: dict[str, Any], ours: SystemRun, peer: SystemRun) ->
         "## Per file (ours / peer)",
         "",
         "| recording | audio s | WER | draft p50 s | final p50 s | first caption s | end lag s "
-        "| erasure | CPU s per audio s |",
-        "|---|---|---|---|---|---|---|---|---|",
-        *_per_file_rows(ours.results, peer.results),
+        "| erasure | CPU s per audio s | load 1 min |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *_per_file_rows(ours, peer),
         "",
         "Latencies are over all reference words of all files; WER is total errors over total "
         "reference words; erasure counts words taken off the whole displayed transcript "

@@ -1,31 +1,47 @@
 """Peer comparison run: the same recordings, the same model, our server and WhisperLiveKit.
 
-``run_comparison`` decodes the offline references (cached),
-replays every recording in real time to our server (``bench.server`` + ``bench.replay``), stops
-it, then does the same with WhisperLiveKit (faster-whisper, LocalAgreement; ``bench.peer_server``
-and ``bench.peer_replay``), never both at once. Every metric comes from ``bench.captions`` /
-``bench.metrics``; the report (``bench.peer_report``) puts the two side by side with the ratio
-ours / peer. Definitions: docs/metrics.md, "Peer comparison".
+``run_comparison`` decodes the offline references (cached), starts our server
+(``bench.server``) and then WhisperLiveKit (faster-whisper, LocalAgreement;
+``bench.peer_server``), and replays each recording in real time to one and then the other
+(``bench.replay``, ``bench.peer_replay``), never to both at once. The order alternates from one
+recording to the next (ours first for the 1st, 3rd, ... recording), so that a change in the
+machine's other load during the run falls on both systems alike; an idle server between its
+replays uses no CPU worth counting. Every metric comes from ``bench.captions`` /
+``bench.metrics``; ``bench.peer_report`` puts the two side by side with the ratio ours / peer.
+Definitions: docs/metrics.md, "Peer comparison".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from bench.captions import FileResult, measure_file
 from bench.metrics import Erasure
 from bench.peer_mapping import display_erasure
 from bench.peer_replay import PeerReplay, replay_peer
 from bench.peer_server import PEER_VENV, PeerServer, PeerSettings, write_warmup_wav
-from bench.recordings import Recording, load_recording
+from bench.recordings import load_recording
 from bench.reference import DecodeSettings, cached_decode, timed_reference, whisper_model_dir
 from bench.replay import Replay, replay
-from bench.server import ServerProcess, cpu_seconds
+from bench.server import ServerHandle, ServerProcess, cpu_seconds
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """The machine's 1-minute load average just before and just after one replay (it includes
+    the server under test; the machine has other users)."""
+
+    before: float
+    after: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +58,7 @@ class SystemRun:
     results: tuple[FileResult, ...]
     replays: tuple[Replay, ...]
     segment_erasure: tuple[Erasure, ...]
-    load_before: tuple[float, float, float]
-    load_after: tuple[float, float, float]
+    loads: tuple[Load, ...]
     server_command: tuple[str, ...]
     server_log: Path
     peer_replays: tuple[PeerReplay, ...] = ()
@@ -70,47 +85,50 @@ def with_display_erasure(result: FileResult, recorded: Replay) -> FileResult:
     return dataclasses.replace(result, erasure=display_erasure(recorded.caption_updates()))
 
 
-async def run_ours(
-    recordings: Sequence[Recording], settings: PeerRunSettings
-) -> tuple[list[Replay], ServerProcess, tuple[float, float, float]]:
-    """Replay every recording in real time to a fresh ``python -m app.cli serve``."""
-    server = ServerProcess(settings.out / "server-peer-ours.log")
-    handle = await server.start(settings.ready_timeout)
-    load_before = os.getloadavg()
-    try:
-        clock = partial(cpu_seconds, handle.pid) if handle.pid is not None else None
-        replays = [await replay(handle.base_url, r, "realtime", clock) for r in recordings]
-    finally:
-        await server.stop()
-    return replays, server, load_before
+def _clock(handle: ServerHandle) -> Callable[[], float] | None:
+    return partial(cpu_seconds, handle.pid) if handle.pid is not None else None
 
 
-async def run_peer(
-    recordings: Sequence[Recording], settings: PeerRunSettings
-) -> tuple[list[PeerReplay], PeerServer, tuple[float, float, float]]:
-    """Replay every recording in real time to a fresh WhisperLiveKit server."""
-    peer_settings = PeerSettings(
-        model_dir=whisper_model_dir(settings.model),
-        warmup_wav=write_warmup_wav(recordings[0], settings.out / "cache" / "peer-warmup.wav"),
-        venv=settings.peer_venv,
-    )
-    server = PeerServer(settings.out / "server-peer-whisperlivekit.log", peer_settings)
-    handle = await server.start(settings.ready_timeout)
-    load_before = os.getloadavg()
-    try:
-        clock = partial(cpu_seconds, handle.pid) if handle.pid is not None else None
-        replays = [await replay_peer(handle.base_url, r, clock) for r in recordings]
-    finally:
-        await server.stop()
-    return replays, server, load_before
+async def _timed(step: Awaitable[T]) -> tuple[T, Load]:
+    before = os.getloadavg()[0]
+    result = await step
+    return result, Load(before, os.getloadavg()[0])
 
 
 async def run_comparison(settings: PeerRunSettings) -> tuple[SystemRun, SystemRun]:
-    """Offline references first, then our server, then WhisperLiveKit; then every metric."""
+    """Offline references first, then both servers, then the replays (alternating order, one
+    at a time), then every metric."""
     recordings = [load_recording(path) for path in settings.wavs]
     decode = DecodeSettings(model=settings.model)
     offline = [cached_decode(r, decode, settings.cache_dir) for r in recordings]
     references = [timed_reference(r, o) for r, o in zip(recordings, offline, strict=True)]
+
+    ours_server = ServerProcess(settings.out / "server-peer-ours.log")
+    peer_server = PeerServer(
+        settings.out / "server-peer-whisperlivekit.log",
+        PeerSettings(
+            model_dir=whisper_model_dir(settings.model),
+            warmup_wav=write_warmup_wav(recordings[0], settings.cache_dir / "peer-warmup.wav"),
+            venv=settings.peer_venv,
+        ),
+    )
+    ours: list[tuple[Replay, Load]] = []
+    peer: list[tuple[PeerReplay, Load]] = []
+    async with AsyncExitStack() as stack:
+        ours_handle = await ours_server.start(settings.ready_timeout)
+        stack.push_async_callback(ours_server.stop)
+        peer_handle = await peer_server.start(settings.ready_timeout)
+        stack.push_async_callback(peer_server.stop)
+        for index, recording in enumerate(recordings):
+            for ours_turn in (True, False) if index % 2 == 0 else (False, True):
+                if ours_turn:
+                    clock = _clock(ours_handle)
+                    ours.append(
+                        await _timed(replay(ours_handle.base_url, recording, "realtime", clock))
+                    )
+                else:
+                    clock = _clock(peer_handle)
+                    peer.append(await _timed(replay_peer(peer_handle.base_url, recording, clock)))
 
     def measure(replays: Sequence[Replay]) -> tuple[tuple[FileResult, ...], tuple[Erasure, ...]]:
         raw = [
@@ -120,33 +138,28 @@ async def run_comparison(settings: PeerRunSettings) -> tuple[SystemRun, SystemRu
         shown = tuple(with_display_erasure(r, rep) for r, rep in zip(raw, replays, strict=True))
         return shown, tuple(r.erasure for r in raw)
 
-    our_replays, our_server, our_load = await run_ours(recordings, settings)
-    ours_after = os.getloadavg()
-    peer_replays, peer_server, peer_load = await run_peer(recordings, settings)
-    peer_after = os.getloadavg()
-
-    ours_results, ours_segment = measure(our_replays)
-    peer_plain = [p.replay for p in peer_replays]
-    peer_results, peer_segment = measure(peer_plain)
-    ours = SystemRun(
-        name="ours",
-        results=ours_results,
-        replays=tuple(our_replays),
-        segment_erasure=ours_segment,
-        load_before=our_load,
-        load_after=ours_after,
-        server_command=tuple(our_server.command),
-        server_log=our_server.log_path,
+    ours_replays = tuple(r for r, _ in ours)
+    peer_replays = tuple(p.replay for p, _ in peer)
+    ours_results, ours_segment = measure(ours_replays)
+    peer_results, peer_segment = measure(peer_replays)
+    return (
+        SystemRun(
+            name="ours",
+            results=ours_results,
+            replays=ours_replays,
+            segment_erasure=ours_segment,
+            loads=tuple(load for _, load in ours),
+            server_command=tuple(ours_server.command),
+            server_log=ours_server.log_path,
+        ),
+        SystemRun(
+            name="whisperlivekit",
+            results=peer_results,
+            replays=peer_replays,
+            segment_erasure=peer_segment,
+            loads=tuple(load for _, load in peer),
+            server_command=tuple(peer_server.command),
+            server_log=peer_server.log_path,
+            peer_replays=tuple(p for p, _ in peer),
+        ),
     )
-    peer = SystemRun(
-        name="whisperlivekit",
-        results=peer_results,
-        replays=tuple(peer_plain),
-        segment_erasure=peer_segment,
-        load_before=peer_load,
-        load_after=peer_after,
-        server_command=tuple(peer_server.command),
-        server_log=peer_server.log_path,
-        peer_replays=tuple(peer_replays),
-    )
-    return ours, peer

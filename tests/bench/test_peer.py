@@ -5,6 +5,7 @@ metrics, and one short real replay to WhisperLiveKit when ``.venv-peer`` has it 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ from bench.peer_mapping import (
     parse_snapshot,
 )
 from bench.peer_replay import replay_peer, to_replay, ws_url
+from bench.peer_report import write_peer_report
+from bench.peer_run import Load, PeerRunSettings, SystemRun, with_display_erasure
 from bench.peer_server import (
     OFFLINE_ENV,
     PeerServer,
@@ -262,3 +265,66 @@ async def test_real_whisperlivekit_replay_gives_measurable_captions(tmp_path: Pa
     assert peer.replay.ended_at > peer.replay.schedule.send_times[-1]
     assert peer.replay.server_cpu_seconds is not None and peer.replay.server_cpu_seconds > 0
     assert "Downloading" not in (tmp_path / "wlk.log").read_text()
+
+
+def hand_made_run(name: str, earlier_by: float, tmp_path: Path) -> SystemRun:
+    """One file replayed to a system that showed every snapshot of the hand-made session
+    ``earlier_by`` seconds sooner."""
+    recording = small_recording()
+    schedule = SendSchedule(
+        16000, tuple(1600 * (k + 1) for k in range(10)), tuple(100.1 + 0.1 * k for k in range(10))
+    )
+    raw = [
+        Received(100.9 - earlier_by, message([], "Shall I")),
+        Received(101.4 - earlier_by, message([" Shall I"], "compare the")),
+        Received(101.8 - earlier_by, message([" Shall I compare thee"], "")),
+    ]
+    times = {"connected": 99.9, "ready": 100.0, "stop_sent": 101.0, "ended": 101.9 - earlier_by}
+    peer = to_replay(recording, schedule, raw, times, cpu_seconds=0.5)
+    reference = (
+        TimedWord("shall", 0.05, 0.25),
+        TimedWord("i", 0.25, 0.45),
+        TimedWord("compare", 0.45, 0.65),
+        TimedWord("thee", 0.65, 0.85),
+    )
+    offline = OfflineDecode("tiny", DecodeSettings(), "Shall I compare thee", (), 1.0)
+    result = measure_file(recording, reference, offline, peer.replay)
+    return SystemRun(
+        name=name,
+        results=(with_display_erasure(result, peer.replay),),
+        replays=(peer.replay,),
+        segment_erasure=(result.erasure,),
+        loads=(Load(1.0, 1.5),),
+        server_command=("server",),
+        server_log=tmp_path / f"{name}.log",
+        peer_replays=(peer,),
+    )
+
+
+def test_peer_report_puts_both_systems_side_by_side(tmp_path: Path) -> None:
+    ours = hand_made_run("ours", 0.4, tmp_path)
+    peer = hand_made_run("whisperlivekit", 0.0, tmp_path)
+    settings = PeerRunSettings(wavs=(), out=tmp_path / "out")
+    json_path, md_path, markdown = write_peer_report(ours, peer, settings, "python -m bench.peer")
+
+    report = json.loads(json_path.read_text())
+    met = report["goals_met"]
+    # Draft p50 ("thee" is first shown by the final, "the" being no match):
+    # ours (0.2, 0.0, 0.3, 0.5) -> 0.25, peer (0.6, 0.4, 0.7, 0.9) -> 0.65.
+    assert met["draft_latency_p50_ratio"] == pytest.approx(0.25 / 0.65)
+    # Final p50: ours 0.6, peer 1.0.
+    assert met["final_latency_p50_ratio"] == pytest.approx(0.6)
+    assert met["met"] == {"draft_latency_p50": True, "final_latency_p50": True, "wer": None}
+    rows = {row["metric"]: row for row in report["comparison"]}
+    assert rows["end lag, median (s)"]["ratio"] == pytest.approx(0.5 / 0.9)
+    # "compare the" -> "compare thee" takes one word off the screen; 4 words are final.
+    assert rows["erasure (whole display)"]["ours"] == pytest.approx(0.25)
+    (peer_file,) = report["systems"]["peer"]["files"]
+    assert peer_file["mapping"] == {"rewrites": 0, "uncommitted_words": 0, "raw_messages": 3}
+    assert peer_file["erasure_per_segment"] == pytest.approx(0.25)
+    assert peer_file["load_average_1m"] == {"before": 1.0, "after": 1.5}
+    assert md_path.read_text() == markdown
+    assert "| draft latency p50 (s) | 0.25 | 0.65 | 0.38 |" in markdown
+    assert "| tiny | 1.0 | 0.000 / 0.000 | 0.25 / 0.65 | 0.60 / 1.00 |" in markdown
+    trace = json.loads((tmp_path / "out" / "traces" / "peer-whisperlivekit-tiny.json").read_text())
+    assert len(trace["raw"]) == 3

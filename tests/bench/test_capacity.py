@@ -1,0 +1,213 @@
+"""The capacity benchmark: lag and capacity on hand-made cases, the report and plot from
+hand-made rounds, and one short real round (one presenter, 10 s of a real recording)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.__main__ import main
+from bench.capacity import (
+    CapacityRound,
+    CapacitySettings,
+    LagSample,
+    PresenterLag,
+    capacity_of,
+    caption_ends,
+    lag_series,
+    presenter_recordings,
+    server_lag_max,
+    write_report,
+)
+from bench.fanout import CpuUse
+from bench.metrics import SendSchedule
+from bench.recordings import Recording
+from bench.replay import Received, Replay
+from tests.support import ServerProcess
+
+# 100 ms chunks sent at 10.1, 10.2, ... (chunk k holds audio up to 0.1 * (k + 1) s).
+SCHEDULE = SendSchedule(
+    16000, tuple(1600 * (k + 1) for k in range(30)), tuple(10.1 + 0.1 * k for k in range(30))
+)
+
+
+def test_lag_is_audio_sent_minus_newest_caption_end() -> None:
+    samples = lag_series(
+        SCHEDULE,
+        [
+            (10.75, 0.2),  # 0.7 s sent by 10.75 (chunks sent up to 10.7), covered 0.2
+            (11.55, 0.9),  # 1.5 s sent, covered 0.9
+            (11.62, 0.4),  # a late final of an earlier segment: covered stays 0.9
+            (12.95, 2.8),  # 2.9 s sent
+        ],
+    )
+    assert [s.at for s in samples] == pytest.approx([0.65, 1.45, 1.52, 2.85])
+    assert [s.sent for s in samples] == pytest.approx([0.7, 1.5, 1.6, 2.9])
+    assert [s.covered for s in samples] == pytest.approx([0.2, 0.9, 0.9, 2.8])
+    assert [s.lag for s in samples] == pytest.approx([0.5, 0.6, 0.7, 0.1])
+    assert lag_series(SCHEDULE, []) == []
+
+
+def message_replay(messages: list[dict[str, Any]]) -> Replay:
+    return Replay(
+        recording="hand-made",
+        mode="realtime",
+        session_code="ABC234",
+        schedule=SCHEDULE,
+        received=tuple(Received(10.5 + 0.1 * k, m) for k, m in enumerate(messages)),
+        start_sent=10.0,
+        ready_at=10.0,
+        stop_sent=13.0,
+        ended_at=13.5,
+        binary_messages=0,
+        server_cpu_seconds=None,
+    )
+
+
+def test_caption_ends_take_source_captions_only() -> None:
+    source = {"type": "caption", "source": True, "state": "draft", "end": 0.3}
+    recorded = message_replay(
+        [
+            {"type": "ready", "sample_rate": 16000},
+            source,
+            {**source, "source": False, "lang": "es", "end": 0.9},
+            {"type": "lag", "seconds": 1.25},
+            {**source, "state": "final", "end": 0.6},
+            {"type": "lag", "seconds": 0.5},
+            {"type": "ended"},
+        ]
+    )
+    arrivals, ends = zip(*caption_ends(recorded), strict=True)
+    assert arrivals == pytest.approx((10.6, 10.9))
+    assert ends == (0.3, 0.6)
+    assert server_lag_max(recorded) == 1.25
+    assert server_lag_max(message_replay([source])) is None
+
+
+def presenter(lags: list[float], error: str | None = None) -> PresenterLag:
+    samples = tuple(
+        LagSample(at=float(k), sent=float(k) + lag, covered=float(k)) for k, lag in enumerate(lags)
+    )
+    return PresenterLag("rec", 10.0, samples, end_lag_s=0.5, error=error)
+
+
+def cap_round(*presenters: PresenterLag) -> CapacityRound:
+    return CapacityRound(
+        presenters=presenters,
+        cpu=CpuUse(10.0, 0.8, (), 0.01, 1.2),
+        rss_start_bytes=300 * 2**20,
+        rss_peak_bytes=320 * 2**20,
+        load_average_before=(0.5, 0.5, 0.5),
+        load_average_after=(0.6, 0.6, 0.6),
+    )
+
+
+def test_a_presenter_passes_only_under_the_limit_all_the_time() -> None:
+    assert presenter([0.5, 1.9]).passed(2.0)
+    assert not presenter([0.5, 2.0]).passed(2.0)  # strictly under
+    assert not presenter([0.5, 2.5, 0.5]).passed(2.0)  # one excursion is enough
+    assert not presenter([]).passed(2.0)  # never captioned
+    assert not presenter([0.5], error="server closed the stream (1013)").passed(2.0)
+    assert presenter([0.5, 1.5]).lag.max == pytest.approx(1.5)
+
+
+def test_capacity_is_the_last_of_consecutive_passing_rounds() -> None:
+    ok, slow = presenter([0.5, 1.0]), presenter([1.0, 3.0])
+    assert capacity_of([cap_round(ok), cap_round(ok, ok), cap_round(ok, slow)], 2.0) == 2
+    assert capacity_of([cap_round(slow)], 2.0) == 0
+    assert capacity_of([cap_round(ok)], 2.0) == 1
+    assert capacity_of([cap_round(ok), cap_round(ok, ok, ok)], 2.0) == 1  # round 2 missing
+    assert capacity_of([], 2.0) == 0
+
+
+def test_presenters_cycle_through_the_recordings() -> None:
+    recordings = [Recording(name, Path(name), "", 16000, b"") for name in "abc"]
+    assert [r.id for r in presenter_recordings(recordings, 4)] == ["a", "b", "c", "a"]
+
+
+def test_report_and_plot_from_hand_made_rounds(tmp_path: Path) -> None:
+    settings = CapacitySettings(max_presenters=2, wavs=(Path("a.wav"), Path("b.wav")), out=tmp_path)
+    rounds = [cap_round(presenter([0.5, 1.0])), cap_round(presenter([0.8]), presenter([2.4]))]
+    paths, markdown = write_report(rounds, settings, "python -m bench capacity --max 2")
+    assert [p.name for p in paths] == ["capacity.json", "capacity.md", "capacity.png"]
+    assert (tmp_path / "capacity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = json.loads((tmp_path / "capacity.json").read_text())
+    assert report["capacity"] == 1
+    assert [r["passed"] for r in report["rounds"]] == [True, False]
+    second = report["rounds"][1]
+    assert second["lag_s"]["max"] == pytest.approx(2.4)
+    assert [p["passed"] for p in second["per_presenter"]] == [True, False]
+    assert second["per_presenter"][1]["series"] == [[0.0, 2.4, 0.0]]
+    assert second["server"]["rss_peak_mib"] == 320.0
+    assert "**Capacity: 1 presenter(s)**" in markdown
+    assert markdown == (tmp_path / "capacity.md").read_text()
+
+
+# --- a short real round -------------------------------------------------------------------
+
+ROUND_KEYS = {"presenters", "passed", "lag_s", "server", "machine", "wall_s", "per_presenter"}
+PRESENTER_KEYS = {
+    "recording",
+    "audio_s",
+    "lag_s",
+    "end_lag_s",
+    "server_lag_max_s",
+    "passed",
+    "error",
+    "series",
+}
+
+
+@pytest.mark.model
+def test_capacity_one_presenter_real_round(
+    server: ServerProcess, eval_dir: Path, tmp_path: Path
+) -> None:
+    assert server.process is not None
+    recording = "librivox_shakespeare_sonnet_003"
+    code = main(
+        [
+            "capacity",
+            "--max",
+            "1",
+            "--seconds",
+            "10",
+            "--files",
+            recording,
+            "--url",
+            server.url,
+            "--server-pid",
+            str(server.process.pid),
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0
+    report = json.loads((tmp_path / "capacity.json").read_text())
+    assert (tmp_path / "capacity.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "capacity.md").read_text().startswith("# Capacity benchmark")
+    assert report["benchmark"] == "capacity" and report["recordings"] == [recording]
+    (run,) = report["rounds"]
+    assert set(run) == ROUND_KEYS
+    (one,) = run["per_presenter"]
+    assert set(one) == PRESENTER_KEYS
+    assert one["recording"] == recording and one["audio_s"] == pytest.approx(10.0)
+    assert one["error"] is None
+
+    series = one["series"]
+    assert len(series) == one["lag_s"]["count"] >= 2
+    at, sent, covered = (list(column) for column in zip(*series, strict=True))
+    assert at == sorted(at) and sent == sorted(sent) and covered == sorted(covered)
+    assert all(0.0 <= s <= 10.0 for s in sent)
+    assert all(0.0 <= c <= s + 0.5 for c, s in zip(covered, sent, strict=True))
+    assert sent[-1] == pytest.approx(10.0)  # the last final comes after all audio was sent
+    lags = [s - c for s, c in zip(sent, covered, strict=True)]
+    assert one["lag_s"]["max"] == pytest.approx(max(lags), abs=0.002)
+    assert one["end_lag_s"] >= 0
+    assert one["passed"] == (max(lags) < report["lag_limit_s"])
+    assert run["passed"] == one["passed"]
+    assert report["capacity"] == (1 if one["passed"] else 0)
+    assert run["server"]["cpu_cores"] > 0
+    assert run["server"]["rss_peak_mib"] >= run["server"]["rss_start_mib"] > 0
