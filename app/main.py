@@ -44,8 +44,45 @@ async def index(request: Request) -> Response:
         {"code": lang.code, "name": lang.english_name} for lang in services.recognition_languages()
     ]
     return templates.TemplateResponse(
-        request, "index.html", {"languages": langs, "default_language": "en"}
+        request,
+        "index.html",
+        {"languages": langs, "default_language": "en", "route_rows": route_rows(services)},
     )
+
+
+def route_rows(services: Services) -> list[dict[str, str]]:
+    """The route table for people: text routes one per row; the many speech-only routes
+    into English (Whisper translate, no draft backend) folded into one row."""
+    def name(code: str) -> str:
+        return languages.get(code).english_name if languages.is_known(code) else code
+
+    rows: list[dict[str, str]] = []
+    speech_only: list[str] = []
+    note = ""
+    for route in services.routes:
+        if route.draft_backend is None and route.speech_final:
+            speech_only.append(name(route.source))
+            note = route.note
+            continue
+        draft = route.draft_backend.label if route.draft_backend else "source shown"
+        rows.append(
+            {
+                "source": name(route.source),
+                "target": name(route.target),
+                "how": f"{draft} / {route.final_backend.label}",
+                "note": route.note,
+            }
+        )
+    if speech_only:
+        rows.append(
+            {
+                "source": f"{len(speech_only)} more: {', '.join(sorted(speech_only))}",
+                "target": "English",
+                "how": "source shown / Whisper base speech translation",
+                "note": note,
+            }
+        )
+    return rows
 
 
 async def present_page(request: Request) -> Response:

@@ -6,6 +6,48 @@ const title = document.getElementById('title');
 const sourceLanguage = document.getElementById('source-language');
 const button = document.getElementById('create-button');
 const errorBox = document.getElementById('create-error');
+const targetList = document.getElementById('targets');
+const targetsEmpty = document.getElementById('targets-empty');
+const languageNames = new Map(
+  Array.from(sourceLanguage.options, (option) => [option.value, option.textContent.trim()]),
+);
+let routes = [];
+
+function renderTargets() {
+  const source = sourceLanguage.value;
+  const targets = routes.filter((route) => route.source === source);
+  targetList.replaceChildren(
+    ...targets.map((route) => {
+      const label = document.createElement('label');
+      label.className = 'target-option';
+      const box = document.createElement('input');
+      box.type = 'checkbox';
+      box.name = 'target_languages';
+      box.value = route.target;
+      const name = document.createElement('span');
+      name.textContent = languageNames.get(route.target) || route.target;
+      label.title = route.note;
+      label.append(box, name);
+      return label;
+    }),
+  );
+  targetsEmpty.hidden = targets.length > 0;
+}
+
+async function loadRoutes() {
+  try {
+    const response = await fetch('/api/routes', { headers: { Accept: 'application/json' } });
+    if (!response.ok) throw new Error(`${response.status}`);
+    routes = (await response.json()).routes;
+  } catch (error) {
+    console.warn('could not load translation routes', error);
+    routes = [];
+  }
+  renderTargets();
+}
+
+sourceLanguage.addEventListener('change', renderTargets);
+loadRoutes();
 
 function showError(message) {
   errorBox.textContent = message;
@@ -42,7 +84,10 @@ form.addEventListener('submit', async (event) => {
       body: JSON.stringify({
         title: name,
         source_language: sourceLanguage.value,
-        target_languages: [],
+        target_languages: Array.from(
+          targetList.querySelectorAll('input[name="target_languages"]:checked'),
+          (box) => box.value,
+        ),
       }),
     });
     if (!response.ok) throw new Error(await readError(response));
