@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from app.settings import Settings
 from engine.hub import Hub, InMemoryHub
@@ -90,6 +90,22 @@ class Services:
         )
 
 
+def recognizer_defaults(settings: Settings) -> RecognizerConfig:
+    """The recogniser's settings with ``INTERP_RECOGNIZER`` overrides, typed and checked."""
+    config = replace(RecognizerConfig(), refine=settings.refine)
+    known = {f.name: f for f in fields(RecognizerConfig)}
+    changes: dict[str, object] = {}
+    for name, text in settings.recognizer.items():
+        if name not in known or name == "language":
+            raise ValueError(f"INTERP_RECOGNIZER: unknown field {name!r}")
+        current = getattr(config, name)
+        if isinstance(current, bool):
+            changes[name] = text.lower() in ("1", "true", "yes")
+        else:
+            changes[name] = type(current)(text)
+    return replace(config, **changes)  # type: ignore[arg-type]
+
+
 def build_services(settings: Settings, observer: Observer | None = None) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = SqliteSessionStore(settings.database)
@@ -97,8 +113,10 @@ def build_services(settings: Settings, observer: Observer | None = None) -> Serv
     observer = observer or NullObserver()
     workers = Workers(on_call=observer.model_call)
 
+    base_config = recognizer_defaults(settings)
+
     def recognizer_config(language: str) -> RecognizerConfig:
-        return replace(RecognizerConfig(), language=language, refine=settings.refine)
+        return replace(base_config, language=language)
 
     pipeline = Pipeline(
         transcribers={},

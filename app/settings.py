@@ -40,6 +40,8 @@ class Settings:
     cpu_threads: int = 2
     warm_models: bool = True
     refine: bool = True
+    recognizer: Mapping[str, str] = field(default_factory=dict)
+    """Overrides of engine.recognizer.RecognizerConfig fields (``{"min_silence_s": "0.4"}``)."""
     limits: StreamLimits = field(default_factory=StreamLimits)
     max_sessions: int = 200
     max_live_streams: int = 4
@@ -84,6 +86,8 @@ class Settings:
             values["cpu_threads"] = int(env["INTERP_CPU_THREADS"])
         if "INTERP_REFINE" in env:
             values["refine"] = env["INTERP_REFINE"] not in ("0", "false", "no")
+        if "INTERP_RECOGNIZER" in env:
+            values["recognizer"] = _parse_map(env["INTERP_RECOGNIZER"])
         if "INTERP_ALLOWED_ORIGINS" in env:
             values["allowed_origins"] = tuple(
                 o.strip() for o in env["INTERP_ALLOWED_ORIGINS"].split(",") if o.strip()
