@@ -38,6 +38,8 @@ class Settings:
     whisper_translate: bool = True
     """Translate non-English speech into English with Whisper base (needs ``*`` loaded)."""
     cpu_threads: int = 2
+    short_window: bool = True
+    """Encode only the audio plus padding instead of Whisper's full 30 s window."""
     warm_models: bool = True
     refine: bool = True
     recognizer: Mapping[str, str] = field(default_factory=dict)
@@ -82,6 +84,8 @@ class Settings:
                 "false",
                 "no",
             )
+        if "INTERP_SHORT_WINDOW" in env:
+            values["short_window"] = env["INTERP_SHORT_WINDOW"] not in ("0", "false", "no")
         if "INTERP_CPU_THREADS" in env:
             values["cpu_threads"] = int(env["INTERP_CPU_THREADS"])
         if "INTERP_REFINE" in env:
