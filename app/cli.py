@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         port=settings.port,
         log_level=args.log_level,
         ws_max_size=settings.limits.max_message_bytes + 1024,
+        # Compressing each caption once per listener cost more CPU than it saved bytes.
+        ws_per_message_deflate=False,
         timeout_graceful_shutdown=30,
     )
     return 0

@@ -32,13 +32,16 @@ async def _send_events(websocket: WebSocket, sub: Subscription, send_timeout: fl
     try:
         while True:
             event = await sub.get()
-            await asyncio.wait_for(websocket.send_text(to_json(event)), send_timeout)
+            async with asyncio.timeout(send_timeout):
+                await websocket.send_text(to_json(event))
     except ListenerTooSlow:
         await _close(websocket, 1013, f"too far behind; reconnect with since={sub.last_seq}")
     except TimeoutError:
         await _close(websocket, 1013, f"send stalled; reconnect with since={sub.last_seq}")
     except SubscriptionClosed:
         await _close(websocket, 1001, "session closed")
+    except (WebSocketDisconnect, RuntimeError):
+        return  # the listener left while we were sending
 
 
 async def listen_endpoint(websocket: WebSocket) -> None:
@@ -70,7 +73,7 @@ async def listen_endpoint(websocket: WebSocket) -> None:
     sender = asyncio.create_task(
         _send_events(websocket, sub, services.settings.listener_send_timeout)
     )
-    await session.announce()
+    session.audience_changed()
     try:
         while not sender.done():
             receive = asyncio.ensure_future(websocket.receive())
@@ -87,14 +90,13 @@ async def listen_endpoint(websocket: WebSocket) -> None:
             if reply is not None:
                 await _close(websocket, 1003, reply)
                 break
-            await session.announce()  # a language switch changes what is translated
+            session.audience_changed()  # a language switch changes what is translated
     finally:
         services.hub.unsubscribe(sub)
         sender.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sender
-        if session.state != "ended" or services.hub.listener_count(session.code):
-            await session.announce()
+        session.audience_changed()
 
 
 def _control(

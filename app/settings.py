@@ -96,6 +96,10 @@ class Settings:
             values["allowed_origins"] = tuple(
                 o.strip() for o in env["INTERP_ALLOWED_ORIGINS"].split(",") if o.strip()
             )
+        if "INTERP_MAX_LIVE_STREAMS" in env:
+            values["max_live_streams"] = int(env["INTERP_MAX_LIVE_STREAMS"])
+        if "INTERP_MAX_LISTENERS" in env:
+            values["max_listeners_per_session"] = int(env["INTERP_MAX_LISTENERS"])
         if "INTERP_RETENTION_DAYS" in env:
             values["retention_days"] = float(env["INTERP_RETENTION_DAYS"])
         if "INTERP_MAX_AUDIO_SPEED" in env:

@@ -1,4 +1,5 @@
-"""Command line: ``python -m bench captions|fanout|capacity [options]`` (see docs/metrics.md)."""
+"""Command line: ``python -m bench captions|fanout|capacity|peer [options]``
+(see docs/metrics.md)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", default="tiny.en", help="model of the offline baseline and reference times"
     )
 
+    commands.add_parser(
+        "peer", help="side by side with WhisperLiveKit (python -m bench peer --help)"
+    )
     spread = commands.add_parser(
         "fanout",
         help="one presenter in real time, N listeners: event delay, finals, server CPU and memory",
@@ -190,7 +194,12 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, str], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark named on the command line; print its Markdown report."""
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["peer"]:  # its own parser: python -m bench peer --help
+        from bench import peer
+
+        return peer.main(words[1:])
+    args = build_parser().parse_args(words)
     command = shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
     return COMMANDS[args.command](args, command)
 

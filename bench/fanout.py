@@ -452,9 +452,6 @@ class ClientFailed:
     error: str
 
 
-ClientMessage = Joined | Settled | Results | ClientFailed
-
-
 class Listener:
     """One audience member: follows the session, reconnecting with ``since`` when the
     server closes it with 1013 (too far behind), as a real client does."""
@@ -588,7 +585,8 @@ async def _client_main(conn: Connection, spec: ClientSpec) -> None:
     conn.send(Joined(len(listeners) - len(failures), failures))
 
     expect = await asyncio.to_thread(conn.recv)
-    assert isinstance(expect, Expect), expect
+    if not isinstance(expect, Expect):
+        raise FanoutError(f"expected Expect from the bench, got {expect!r}")
     connected = [lst for lst in listeners if lst.error is None]
     for listener in connected:
         listener.expect_audience(expect.listeners)
@@ -596,7 +594,8 @@ async def _client_main(conn: Connection, spec: ClientSpec) -> None:
     conn.send(Settled(complete))
 
     finish = await asyncio.to_thread(conn.recv)
-    assert isinstance(finish, Finish), finish
+    if not isinstance(finish, Finish):
+        raise FanoutError(f"expected Finish from the bench, got {finish!r}")
     for listener in connected:
         listener.expect_finals(finish.segments)
     await _all_set((lst.complete for lst in connected), finish.timeout)

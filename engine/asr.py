@@ -23,6 +23,9 @@ class DecodeOptions:
     prompt: str | None = None
     word_timestamps: bool = True
     max_new_tokens: int | None = None
+    full_window: bool = False
+    """Decode in Whisper's full 30 s window even where a shorter one would do (slower,
+    and on our recordings more accurate: see models/whisper.py)."""
 
 
 class Transcriber(Protocol):

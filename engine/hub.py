@@ -4,7 +4,8 @@ A session publishes each event once; the hub numbers it (``seq``), keeps it in t
 log and offers it to every subscriber's bounded queue. Publishing never waits for a listener.
 
 Listener queue overflow policy (:class:`ListenerQueue`):
-- a newer draft of a (segment, language) replaces the older one still queued;
+- a newer draft of a (segment, language) replaces the older one still queued, and a newer
+  state event replaces an older queued one;
 - a final removes the queued drafts of its segment and language, and is never dropped;
 - a listener with more than ``max_events`` events waiting is too far behind: its queue is
   closed and the socket is closed with a reason; the client reconnects with ``since`` and
@@ -59,7 +60,11 @@ class ListenerQueue:
     def put(self, event: Event) -> None:
         if self._overflowed or self._closed:
             return
-        if isinstance(event, Caption):
+        if isinstance(event, StateChange):
+            # Only the newest state and audience size matter.
+            for item in [i for i in self._items if isinstance(i, StateChange)]:
+                self._items.remove(item)
+        elif isinstance(event, Caption):
             key = (event.segment, event.lang)
             stale = [
                 item

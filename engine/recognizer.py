@@ -66,6 +66,8 @@ class RecognizerConfig:
     draft_beam: int = 1
     refine_beam: int = 5
     refine: bool = True
+    refine_full_window: bool = True
+    """Finals decode in Whisper's full 30 s window (drafts use a short one)."""
     prompt_chars: int = 160
     max_tokens_per_second: float = 8.0
     """Bounds every decode; speech rarely passes 5 tokens a second, loops do."""
@@ -184,7 +186,14 @@ class StreamingRecognizer:
         return text or None
 
     async def _decode(
-        self, start: float, end: float, beam: int, *, timestamps: bool, pad: float = 0.0
+        self,
+        start: float,
+        end: float,
+        beam: int,
+        *,
+        timestamps: bool,
+        pad: float = 0.0,
+        full_window: bool = False,
     ) -> list[Word]:
         """Decode ``[start, end)``, followed by ``pad`` seconds of silence (a stream that
         stopped mid-phrase otherwise loses its last word)."""
@@ -199,6 +208,7 @@ class StreamingRecognizer:
             prompt=self._prompt(),
             max_new_tokens=int(self.config.max_tokens_per_second * (end - start)) + 8,
             word_timestamps=timestamps,
+            full_window=full_window,
         )
         words = await self._run(self._transcriber.transcribe, np.ascontiguousarray(audio), options)
         shifted = [Word(w.text, w.start + start, w.end + start, w.probability) for w in words]
@@ -271,7 +281,14 @@ class StreamingRecognizer:
             beam = self.config.refine_beam if self.config.refine else self.config.draft_beam
             # Word timing is not needed (the caption spans the segment), so this decode skips
             # the alignment pass; the hint anchors its end instead.
-            decoded = await self._decode(seg.start, cut, beam, timestamps=False, pad=pad)
+            decoded = await self._decode(
+                seg.start,
+                cut,
+                beam,
+                timestamps=False,
+                pad=pad,
+                full_window=self.config.refine_full_window,
+            )
             decoded = anchor_to_hint(decoded, hint, self._unheard_words(hint, cut))
             if decoded or not hint:
                 words = decoded

@@ -27,6 +27,10 @@ from engine.workers import Saturated, WorkerPool
 log = logging.getLogger(__name__)
 
 
+ANNOUNCE_INTERVAL = 0.5
+"""Seconds over which audience-size changes are folded into one state event."""
+
+
 class StreamError(Exception):
     """A presenter stream cannot continue; ``code`` is the WebSocket close code to use."""
 
@@ -88,6 +92,7 @@ class Session:
         self.context = " ".join(c.text for c in finals if c.source)[-800:]
         self.stream: PresenterStream | None = None
         self._source_published: dict[tuple[int, str], float] = {}
+        self._announcer: asyncio.Task[None] | None = None
         self.translator: SessionTranslator | None = None
         """Set by the registry when the session offers translations."""
         hub.open(record.code, last_seq, finals)
@@ -146,6 +151,19 @@ class Session:
         if self.translator is not None:
             self.translator.set_languages(self._hub.wanted_languages(self.code))
         await self.publish(StateChange(self.state, self._hub.listener_count(self.code)))
+
+    def audience_changed(self) -> None:
+        """Listeners joined, left or switched language: update translation languages now and
+        announce the new audience size once per ``ANNOUNCE_INTERVAL`` (a thousand phones
+        joining at once must not send everyone a thousand counts)."""
+        if self.translator is not None:
+            self.translator.set_languages(self._hub.wanted_languages(self.code))
+        if self._announcer is None or self._announcer.done():
+            self._announcer = asyncio.create_task(self._announce_later())
+
+    async def _announce_later(self) -> None:
+        await asyncio.sleep(ANNOUNCE_INTERVAL)
+        await self.announce()
 
     async def drain_translation(self) -> None:
         """Wait until every final published so far has its translations published."""

@@ -55,7 +55,7 @@ class FasterWhisperTranscriber:
         self._bucket_frames = int(bucket_seconds * FRAMES_PER_SECOND)
 
     def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
-        if self.short_window and not options.word_timestamps:
+        if self.short_window and not options.word_timestamps and not options.full_window:
             features = self._model.feature_extractor(audio)
             frames = int(features.shape[-1])
             window = -(-(frames + self._pad_frames) // self._bucket_frames) * self._bucket_frames

@@ -49,7 +49,8 @@ def test_delay_stats_percentiles_by_hand() -> None:
     assert stats.p95 == pytest.approx(0.0955)  # position 8.55: 90 + 0.55 * 10 ms
     assert stats.p99 == pytest.approx(0.0991)
     assert stats.mean == pytest.approx(0.055)
-    assert (stats.min, stats.max) == (pytest.approx(0.01), pytest.approx(0.1))
+    assert stats.min == pytest.approx(0.01)
+    assert stats.max == pytest.approx(0.1)
     assert delay_stats([]).p99 is None and delay_stats([]).count == 0
 
 
@@ -357,7 +358,9 @@ def test_fanout_20_listeners_every_final_everywhere(
     assert set(delay) == DELAY_KEYS == set(run["join_delay_s"])
     events = run["events_per_listener"]
     assert delay["count"] == pytest.approx(events["mean"] * 20)
-    assert 1 <= events["min"] <= events["max"] <= run["presenter_events"]
+    # A listener may skip a draft that a newer draft or the final replaced in its queue.
+    assert 1 <= events["min"] <= events["max"]
+    assert run["presenter_events"] >= finals["presenter"] + 1  # the finals and "live"
     assert -0.001 < delay["min"] <= delay["p50"] <= delay["p99"] <= delay["max"] < 10.0
     assert {"caption.draft", "caption.final", "state"} <= set(run["delay_by_kind_s"])
     assert run["delay_by_kind_s"]["caption.final"]["count"] == 20 * finals["presenter"]
@@ -373,6 +376,8 @@ def test_fanout_20_listeners_every_final_everywhere(
     assert run["goal_met"] == (delay["p99"] <= 0.1)
 
     trace = json.loads((tmp_path / "traces" / "fanout-20.json").read_text())
-    assert len(trace) == run["presenter_events"]
-    assert all(event["listeners"] == 20 for event in trace)
-    assert [e["seq"] for e in trace] == sorted(e["seq"] for e in trace)
+    assert [e["seq"] for e in trace] == sorted({e["seq"] for e in trace})
+    assert all(1 <= event["listeners"] <= 20 for event in trace)
+    final_events = [e for e in trace if e["kind"] == "caption.final"]
+    assert len(final_events) == finals["presenter"]
+    assert all(e["listeners"] == 20 for e in final_events)  # finals are never dropped
