@@ -1,4 +1,4 @@
-"""Command line: ``python -m bench captions|fanout|capacity|peer [options]``
+"""Command line: ``python -m bench captions|fanout|capacity|translation|peer [options]``
 (see docs/metrics.md)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench import capacity, fanout
+from bench import capacity, fanout, translation
 from bench.captions import Goals, RunSettings, run_captions
 from bench.recordings import EVAL_LONGFORM_EN, default_wavs, load_recording, resolve_wavs
 from bench.reference import DecodeSettings
@@ -119,6 +119,56 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
     load.add_argument("--out", type=Path, default=DEFAULT_OUT)
+
+    mt = commands.add_parser(
+        "translation",
+        help="Apertium text quality on FLORES-200; FLEURS speech-to-translation quality and "
+        "translation latency through the real server",
+    )
+    _server_arguments(mt)
+    mt.add_argument(
+        "--sentences",
+        type=int,
+        default=300,
+        help="FLORES-200 devtest sentences per text route (default: %(default)s)",
+    )
+    mt.add_argument(
+        "--routes",
+        nargs="*",
+        metavar="SRC-TGT",
+        default=[f"{s}-{t}" for s, t in translation.TEXT_ROUTES],
+        help="Apertium directions of the text part; none to skip it (default: %(default)s)",
+    )
+    mt.add_argument(
+        "--speech",
+        nargs="*",
+        metavar="LANG",
+        default=list(translation.SPEECH_LANGUAGES),
+        help="FLEURS languages to speak, one talk each (X->en; en->--english-targets); none "
+        "to skip (default: %(default)s)",
+    )
+    mt.add_argument(
+        "--english-targets",
+        nargs="+",
+        metavar="LANG",
+        default=list(translation.ENGLISH_TARGETS),
+        help="targets of the English FLEURS talk (default: %(default)s)",
+    )
+    mt.add_argument("--clips", type=int, help="at most this many clips per FLEURS language")
+    mt.add_argument(
+        "--latency-file",
+        default=translation.LATENCY_RECORDING,
+        help="English long-form recording (id in --eval-dir or WAV path) replayed in real time "
+        "for latency, or 'none' (default: %(default)s)",
+    )
+    mt.add_argument(
+        "--mode",
+        choices=("realtime", "fast"),
+        default="realtime",
+        help="replay of the FLEURS talks; fast skips the Whisper-translate latency goal",
+    )
+    mt.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    mt.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return parser
 
 
@@ -185,10 +235,46 @@ def _capacity(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
+def _translation(args: argparse.Namespace, command: str) -> int:
+    routes = []
+    for pair in args.routes:
+        source, sep, target = pair.partition("-")
+        if not sep or not source or not target:
+            print(f"--routes: expected SRC-TGT, got {pair!r}", file=sys.stderr)
+            return 2
+        routes.append((source, target))
+    latency = None
+    if args.latency_file.lower() != "none":
+        (latency,) = resolve_wavs([args.latency_file], args.eval_dir)
+    settings = translation.TranslationSettings(
+        out=args.out,
+        sentences=args.sentences,
+        text_routes=tuple(routes),
+        speech_languages=tuple(args.speech),
+        english_targets=tuple(args.english_targets),
+        clips_per_language=args.clips,
+        latency_recording=latency,
+        mode=args.mode,
+        url=args.url,
+        server_pid=args.server_pid,
+        ready_timeout=args.ready_timeout,
+    )
+    from bench.translation_report import write_report as write_translation_report
+
+    run = asyncio.run(translation.run_translation(settings))
+    json_path, md_path, markdown = write_translation_report(
+        run, settings, translation.Goals(), command
+    )
+    print(markdown)
+    print(f"wrote {json_path} and {md_path}")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, str], int]] = {
     "captions": _captions,
     "fanout": _fanout,
     "capacity": _capacity,
+    "translation": _translation,
 }
 
 

@@ -48,16 +48,19 @@ class RunInThread(Protocol):
 class RecognizerConfig:
     language: str = "en"
     speech_threshold: float = 0.5
-    min_silence_s: float = 0.5
+    min_silence_s: float = 0.4
     """A pause this long closes a segment."""
     short_pause_s: float = 0.2
     """Once a segment is long (``long_segment_s``) or has a committed sentence end after
     ``sentence_min_s``, a pause this short closes it."""
-    long_segment_s: float = 6.0
-    sentence_min_s: float = 2.0
-    max_segment_s: float = 15.0
+    long_segment_s: float = 3.0
+    sentence_min_s: float = 1.5
+    max_segment_s: float = 8.0
     """With no pause at all, a segment is cut at its quietest moment past this length."""
     lead_in_s: float = 0.3
+    draft_interval_s: float = 0.3
+    """At least this much new audio between draft decodes: more often only redraws the same
+    words (and churns the unstable tail) at the cost of CPU the refine pass needs."""
     draft_word_timestamps: bool = False
     keep_final_audio: bool = False
     """Hand each final's audio to :meth:`StreamingRecognizer.take_final_audio`."""
@@ -109,6 +112,7 @@ class StreamingRecognizer:
         self._segment = _Segment(self._buffer.origin)
         self.processed_until = self._buffer.origin
         self._final_audio: dict[int, Samples] = {}
+        self._last_draft_end = self._buffer.origin
         self.draft_steps = 0
         self.skipped_drafts = 0
 
@@ -149,8 +153,12 @@ class StreamingRecognizer:
             # Only silence so far: keep a short lead-in, drop the rest.
             seg.start = max(seg.start, now - self.config.lead_in_s)
             self._trim(seg.start)
-        elif not draft or span[1] - span[0] < self.config.min_speech_s:
-            pass  # too little speech yet: a decode would only guess
+        elif (
+            not draft
+            or span[1] - span[0] < self.config.min_speech_s
+            or now - self._last_draft_end < self.config.draft_interval_s
+        ):
+            pass  # too little speech yet, or too little new audio since the last draft
         elif (
             backlog > self.config.max_backlog_s
             and seg.drafted
@@ -224,6 +232,7 @@ class StreamingRecognizer:
             seg.start, end, self.config.draft_beam, timestamps=self.config.draft_word_timestamps
         )
         self.draft_steps += 1
+        self._last_draft_end = now
         seg.agreement.update(words)
         shown = seg.agreement.words()
         text = join_words(shown)

@@ -1,0 +1,329 @@
+"""The translation report: ``translation.json`` (everything), ``translation.md`` (the tables)
+and one trace per talk."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench.metrics import Distribution, Erasure, distribution
+from bench.report import machine_info
+from bench.translation import (
+    CLIP_GAP_S,
+    WHISPER_SEGMENT_MAX_S,
+    Goals,
+    LaneResult,
+    TextRouteResult,
+    TranslationRun,
+    TranslationSettings,
+)
+from bench.translation_metrics import TextScore
+from bench.translation_replay import TalkRun
+
+
+def _kind(lane: LaneResult) -> str | None:
+    return lane.final_backend.split(":", 1)[0] if lane.final_backend else None
+
+
+def apertium_final_delay(lanes: Sequence[LaneResult]) -> Distribution:
+    """Final delay over every segment of the lanes whose finals come from Apertium."""
+    return distribution(
+        t.final_delay_s for lane in lanes if _kind(lane) == "apertium" for t in lane.timings
+    )
+
+
+def whisper_final_delay(lanes: Sequence[LaneResult]) -> Distribution:
+    """Final delay over the segments of at most ``WHISPER_SEGMENT_MAX_S`` of the real-time
+    lanes whose finals come from Whisper-translate."""
+    return distribution(
+        t.final_delay_s
+        for lane in lanes
+        if _kind(lane) == "whisper" and lane.mode == "realtime"
+        for t in lane.timings
+        if t.source_seconds <= WHISPER_SEGMENT_MAX_S
+    )
+
+
+def total_erasure(lanes: Sequence[LaneResult]) -> Erasure:
+    return sum((lane.erasure for lane in lanes), Erasure(0, 0))
+
+
+def goals_met(run: TranslationRun, goals: Goals) -> dict[str, bool | None]:
+    """Whether each goal is met (``None`` when the run did not measure it). Apertium delay and
+    erasure come from the long-form talk, Whisper delay from the real-time FLEURS talks."""
+    apertium = apertium_final_delay(run.latency).p95
+    whisper = whisper_final_delay(run.speech).p50
+    erasure = total_erasure(run.latency).normalised
+    return {
+        "apertium_final_delay_p95": (
+            None if apertium is None else apertium <= goals.apertium_final_delay_p95_s
+        ),
+        "whisper_final_delay_p50": (
+            None if whisper is None else whisper <= goals.whisper_final_delay_p50_s
+        ),
+        "translation_erasure": (
+            None if erasure is None else erasure <= goals.translation_erasure_max
+        ),
+    }
+
+
+def _score(score: TextScore | None) -> dict[str, Any] | None:
+    return None if score is None else asdict(score)
+
+
+def text_json(result: TextRouteResult) -> dict[str, Any]:
+    return {
+        "source": result.source,
+        "target": result.target,
+        "modes": list(result.modes),
+        "sentences": result.sentences,
+        "bleu": result.score.bleu if result.score else None,
+        "chrf": result.score.chrf if result.score else None,
+        "ms_per_sentence": asdict(result.ms_per_sentence),
+        "warm_up_s": result.warm_up_s,
+        "note": result.note,
+    }
+
+
+def lane_json(lane: LaneResult) -> dict[str, Any]:
+    """One target language of one talk."""
+    return {
+        "talk": lane.talk,
+        "source": lane.source,
+        "target": lane.target,
+        "mode": lane.mode,
+        "final_backend": lane.final_backend,
+        "draft_backend": lane.draft_backend,
+        "audio_s": lane.audio_s,
+        "bleu": lane.score.bleu if lane.score else None,
+        "chrf": lane.score.chrf if lane.score else None,
+        "segments": len(lane.timings),
+        "segments_with_draft": lane.segments_with_draft,
+        "missing_finals": lane.missing_finals,
+        "final_delay_s": asdict(lane.final_delay),
+        "final_delay_server_s": asdict(lane.final_delay_server),
+        "final_delay_upto_10s_s": asdict(lane.final_delay_upto(WHISPER_SEGMENT_MAX_S)),
+        "first_shown_delay_s": asdict(lane.first_shown_delay),
+        "erasure": lane.erasure.normalised,
+        "retracted_words": lane.erasure.retracted_words,
+        "final_words": lane.erasure.final_words,
+        "server_cpu_cores": lane.server_cores,
+        "other_cores": lane.other_cores,
+        "load_average_before": [round(x, 2) for x in lane.load_average_before],
+        "load_average_after": [round(x, 2) for x in lane.load_average_after],
+        "clips": [
+            {"clip": c, "hypothesis": h, "reference": r}
+            for c, h, r in zip(lane.clips, lane.hypotheses, lane.references, strict=True)
+        ],
+        "timings": [asdict(t) for t in lane.timings],
+    }
+
+
+def report_json(
+    run: TranslationRun, settings: TranslationSettings, goals: Goals, command: str
+) -> dict[str, Any]:
+    """The whole report as JSON-ready data."""
+    apertium = apertium_final_delay(run.latency)
+    whisper = whisper_final_delay(run.speech)
+    erasure = total_erasure(run.latency)
+    return {
+        "benchmark": "translation",
+        "command": command,
+        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "text_load_average_1_5_15m": (
+            [round(x, 2) for x in run.text_load_average] if run.text_load_average else None
+        ),
+        "server": {
+            "url": run.server_url,
+            "started_by_bench": run.server_started,
+            "log": str(run.server_log) if run.server_log else None,
+        },
+        "settings": {
+            "sentences": settings.sentences,
+            "fleurs_mode": settings.mode,
+            "clips_per_language": settings.clips_per_language,
+            "clip_gap_s": CLIP_GAP_S,
+            "latency_recording": (
+                settings.latency_recording.stem if settings.latency_recording else None
+            ),
+        },
+        "scoring": "sacrebleu corpus BLEU (13a, cased) and chrF, defaults",
+        "goals": asdict(goals),
+        "goals_met": goals_met(run, goals),
+        "overall": {
+            "apertium_final_delay_s": asdict(apertium),
+            "whisper_final_delay_upto_10s_s": asdict(whisper),
+            "translation_erasure": erasure.normalised,
+        },
+        "text": [text_json(r) for r in run.text],
+        "speech": [lane_json(lane) for lane in run.speech],
+        "latency": [lane_json(lane) for lane in run.latency],
+        "routes": list(run.routes),
+    }
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _ms(d: Distribution) -> str:
+    if d.p50 is None or d.p95 is None:
+        return "–"
+    return f"{d.p50 * 1000:.0f} / {d.p95 * 1000:.0f}"
+
+
+def _mark(met: bool | None) -> str:
+    return {True: "yes", False: "**no**", None: "–"}[met]
+
+
+def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
+    """The report's tables in Markdown."""
+    goals, met, machine, overall = (
+        report["goals"],
+        report["goals_met"],
+        report["machine"],
+        report["overall"],
+    )
+    loads = report["text_load_average_1_5_15m"]
+    lines = [
+        "# Translation benchmark",
+        "",
+        f"- Command: `{report['command']}`",
+        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores "
+        f"({machine['logical_cores']} logical), {machine['memory_gib']} GiB, "
+        f"{machine['platform']}, Python {machine['python']}; load average at the end "
+        f"(1/5/15 min): {' / '.join(str(x) for x in machine['load_average_1_5_15m'])}"
+        + (f"; after the text part: {' / '.join(str(x) for x in loads)}" if loads else ""),
+        f"- Date (UTC): {report['created_utc']}",
+        f"- Scoring: {report['scoring']}; FLEURS talks replayed "
+        f"{report['settings']['fleurs_mode']}",
+        "",
+        "## Goals",
+        "",
+        "| metric | goal | measured | met |",
+        "|---|---|---|---|",
+        f"| Apertium final after source final, p95 (ms) "
+        f"| <= {goals['apertium_final_delay_p95_s'] * 1000:.0f} "
+        f"| {_f(_scaled(overall['apertium_final_delay_s']['p95']), 0)} "
+        f"| {_mark(met['apertium_final_delay_p95'])} |",
+        f"| Whisper-translate final after source final, p50, segments <= "
+        f"{WHISPER_SEGMENT_MAX_S:.0f} s (s) | <= {goals['whisper_final_delay_p50_s']} "
+        f"| {_f(overall['whisper_final_delay_upto_10s_s']['p50'])} "
+        f"| {_mark(met['whisper_final_delay_p50'])} |",
+        f"| erasure of shown draft translations | <= {goals['translation_erasure_max']} "
+        f"| {_f(overall['translation_erasure'], 3)} | {_mark(met['translation_erasure'])} |",
+        "",
+    ]
+    if run.text:
+        lines += [
+            f"## Text: Apertium on FLORES-200 devtest (first {report['settings']['sentences']} "
+            "sentences)",
+            "",
+            "| route | modes | sentences | BLEU | chrF | ms per sentence p50 / p95 | warm-up s |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in run.text:
+            lines.append(
+                f"| {r.source}->{r.target} | {'+'.join(r.modes)} | {r.sentences} "
+                f"| {_f(r.score.bleu if r.score else None, 1)} "
+                f"| {_f(r.score.chrf if r.score else None, 1)} "
+                f"| {_f(r.ms_per_sentence.p50, 1)} / {_f(r.ms_per_sentence.p95, 1)} "
+                f"| {_f(r.warm_up_s)} |" + (f" {r.note}" if r.note else "")
+            )
+        lines.append("")
+    if run.speech:
+        lines += [
+            "## Speech to translation: FLEURS, each language's clips as one talk",
+            "",
+            "| talk | route | final backend | clips | BLEU | chrF | final delay p50 / p95 ms "
+            "| first translation shown p50 / p95 ms | erasure | missing finals | load before |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [_lane_row(lane) for lane in run.speech]
+        lines.append("")
+    if run.latency:
+        lines += [
+            "## Latency: long-form English talk in real time",
+            "",
+            "| talk | route | final backend | segments | final delay p50 / p95 ms "
+            "| same on server clock ms | first translation shown p50 / p95 ms "
+            "| with draft | erasure | server cores | other cores | load before |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for lane in run.latency:
+            lines.append(
+                f"| {lane.talk} | {lane.source}->{lane.target} | {lane.final_backend} "
+                f"| {len(lane.timings)} | {_ms(lane.final_delay)} "
+                f"| {_ms(lane.final_delay_server)} | {_ms(lane.first_shown_delay)} "
+                f"| {lane.segments_with_draft} | {_f(lane.erasure.normalised, 3)} "
+                f"| {_f(lane.server_cores)} | {_f(lane.other_cores)} "
+                f"| {' / '.join(str(round(x, 2)) for x in lane.load_average_before)} |"
+            )
+        lines.append("")
+    lines += [
+        "Delays are measured on one listener's socket, which receives the source captions and "
+        "the translations into its language: arrival of the translated event − arrival of the "
+        "segment's source final (final delay) or of its first source event (first shown). "
+        "Erasure: words retracted over the drafts of each segment's translation / words in the "
+        "translated finals (docs/metrics.md).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _scaled(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+def _lane_row(lane: LaneResult) -> str:
+    return (
+        f"| {lane.talk} | {lane.source}->{lane.target} | {lane.final_backend} "
+        f"| {len(lane.clips)} | {_f(lane.score.bleu if lane.score else None, 1)} "
+        f"| {_f(lane.score.chrf if lane.score else None, 1)} | {_ms(lane.final_delay)} "
+        f"| {_ms(lane.first_shown_delay)} | {_f(lane.erasure.normalised, 3)} "
+        f"| {lane.missing_finals} "
+        f"| {' / '.join(str(round(x, 2)) for x in lane.load_average_before)} |"
+    )
+
+
+def trace_json(run: TalkRun) -> dict[str, Any]:
+    """One talk's raw record, times in seconds since ``start`` was sent."""
+    t0 = run.presenter.start_sent
+    return {
+        "talk": run.talk,
+        "source": run.source,
+        "targets": list(run.targets),
+        "session_code": run.presenter.session_code,
+        "ended_at": run.presenter.ended_at - t0,
+        "presenter": [[r.arrival - t0, r.message] for r in run.presenter.received],
+        "listeners": {
+            lang: [[r.arrival - t0, r.message] for r in received]
+            for lang, received in run.listeners.items()
+        },
+    }
+
+
+def write_report(
+    run: TranslationRun, settings: TranslationSettings, goals: Goals, command: str
+) -> tuple[Path, Path, str]:
+    """Write ``translation.json``, ``translation.md`` and ``traces/translation-<talk>.json``
+    into ``settings.out``; return both paths and the Markdown."""
+    report = report_json(run, settings, goals, command)
+    markdown = report_markdown(report, run)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    json_path = settings.out / "translation.json"
+    md_path = settings.out / "translation.md"
+    json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    md_path.write_text(markdown, encoding="utf-8")
+    if run.talks:
+        traces = settings.out / "traces"
+        traces.mkdir(exist_ok=True)
+        for talk in run.talks:
+            path = traces / f"translation-{talk.talk}.json"
+            path.write_text(json.dumps(trace_json(talk), ensure_ascii=False) + "\n", "utf-8")
+    return json_path, md_path, markdown
