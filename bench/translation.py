@@ -35,6 +35,7 @@ from bench.translation_metrics import (
     clip_texts,
     heard_captions,
     segment_timings,
+    source_erasure,
     text_score,
     translated,
     translation_erasure,
@@ -220,6 +221,8 @@ class LaneResult:
     audio_s: float
     timings: tuple[SegmentTiming, ...]
     erasure: Erasure
+    source_erasure: Erasure
+    """Erasure of the source captions on the same socket, for comparison."""
     missing_finals: int
     server_cores: float | None
     other_cores: float
@@ -279,6 +282,7 @@ def measure_lane(
         audio_s=run.presenter.schedule.audio_seconds,
         timings=tuple(segment_timings(heard, target)),
         erasure=translation_erasure(heard, target),
+        source_erasure=source_erasure(heard),
         missing_finals=run.missing_finals.get(target, 0),
         server_cores=run.cpu.server,
         other_cores=run.cpu.other,

@@ -98,6 +98,12 @@ def translation_erasure(heard: Iterable[Heard], lang: str) -> Erasure:
     return erasure(as_updates(translated(heard, lang)))
 
 
+def source_erasure(heard: Iterable[Heard]) -> Erasure:
+    """Normalised erasure of the source captions the same listener was shown (what the
+    translation's erasure inherits from recognition)."""
+    return erasure(as_updates(sources(heard)))
+
+
 def first_finals(heard: Iterable[Heard]) -> dict[int, Heard]:
     """Each segment's first final among ``heard`` (a final never changes)."""
     finals: dict[int, Heard] = {}

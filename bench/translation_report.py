@@ -48,8 +48,10 @@ def whisper_final_delay(lanes: Sequence[LaneResult]) -> Distribution:
     )
 
 
-def total_erasure(lanes: Sequence[LaneResult]) -> Erasure:
-    return sum((lane.erasure for lane in lanes), Erasure(0, 0))
+def total_erasure(lanes: Sequence[LaneResult], source: bool = False) -> Erasure:
+    """Total retracted over total final words of the lanes' translations (or, with
+    ``source``, of the source captions on the same sockets)."""
+    return sum((lane.source_erasure if source else lane.erasure for lane in lanes), Erasure(0, 0))
 
 
 def goals_met(run: TranslationRun, goals: Goals) -> dict[str, bool | None]:
@@ -111,6 +113,7 @@ def lane_json(lane: LaneResult) -> dict[str, Any]:
         "erasure": lane.erasure.normalised,
         "retracted_words": lane.erasure.retracted_words,
         "final_words": lane.erasure.final_words,
+        "source_erasure": lane.source_erasure.normalised,
         "server_cpu_cores": lane.server_cores,
         "other_cores": lane.other_cores,
         "load_average_before": [round(x, 2) for x in lane.load_average_before],
@@ -159,6 +162,7 @@ def report_json(
             "apertium_final_delay_s": asdict(apertium),
             "whisper_final_delay_upto_10s_s": asdict(whisper),
             "translation_erasure": erasure.normalised,
+            "source_erasure": total_erasure(run.latency, source=True).normalised,
         },
         "text": [text_json(r) for r in run.text],
         "speech": [lane_json(lane) for lane in run.speech],
@@ -216,7 +220,8 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
         f"| {_f(overall['whisper_final_delay_upto_10s_s']['p50'])} "
         f"| {_mark(met['whisper_final_delay_p50'])} |",
         f"| erasure of shown draft translations | <= {goals['translation_erasure_max']} "
-        f"| {_f(overall['translation_erasure'], 3)} | {_mark(met['translation_erasure'])} |",
+        f"| {_f(overall['translation_erasure'], 3)} (source captions: "
+        f"{_f(overall['source_erasure'], 3)}) | {_mark(met['translation_erasure'])} |",
         "",
     ]
     if run.text:
@@ -241,7 +246,8 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
             "## Speech to translation: FLEURS, each language's clips as one talk",
             "",
             "| talk | route | final backend | clips | BLEU | chrF | final delay p50 / p95 ms "
-            "| first translation shown p50 / p95 ms | erasure | missing finals | load before |",
+            "| first translation shown p50 / p95 ms | erasure (source) | missing finals "
+            "| load before |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         lines += [_lane_row(lane) for lane in run.speech]
@@ -252,7 +258,7 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
             "",
             "| talk | route | final backend | segments | final delay p50 / p95 ms "
             "| same on server clock ms | first translation shown p50 / p95 ms "
-            "| with draft | erasure | server cores | other cores | load before |",
+            "| with draft | erasure (source) | server cores | other cores | load before |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for lane in run.latency:
@@ -260,7 +266,7 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
                 f"| {lane.talk} | {lane.source}->{lane.target} | {lane.final_backend} "
                 f"| {len(lane.timings)} | {_ms(lane.final_delay)} "
                 f"| {_ms(lane.final_delay_server)} | {_ms(lane.first_shown_delay)} "
-                f"| {lane.segments_with_draft} | {_f(lane.erasure.normalised, 3)} "
+                f"| {lane.segments_with_draft} | {_erasures(lane)} "
                 f"| {_f(lane.server_cores)} | {_f(lane.other_cores)} "
                 f"| {' / '.join(str(round(x, 2)) for x in lane.load_average_before)} |"
             )
@@ -280,13 +286,16 @@ def _scaled(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
 
 
+def _erasures(lane: LaneResult) -> str:
+    return f"{_f(lane.erasure.normalised, 3)} ({_f(lane.source_erasure.normalised, 3)})"
+
+
 def _lane_row(lane: LaneResult) -> str:
     return (
         f"| {lane.talk} | {lane.source}->{lane.target} | {lane.final_backend} "
         f"| {len(lane.clips)} | {_f(lane.score.bleu if lane.score else None, 1)} "
         f"| {_f(lane.score.chrf if lane.score else None, 1)} | {_ms(lane.final_delay)} "
-        f"| {_ms(lane.first_shown_delay)} | {_f(lane.erasure.normalised, 3)} "
-        f"| {lane.missing_finals} "
+        f"| {_ms(lane.first_shown_delay)} | {_erasures(lane)} | {lane.missing_finals} "
         f"| {' / '.join(str(round(x, 2)) for x in lane.load_average_before)} |"
     )
 

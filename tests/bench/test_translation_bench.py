@@ -20,6 +20,7 @@ from bench.translation_metrics import (
     clip_texts,
     heard_captions,
     segment_timings,
+    source_erasure,
     text_score,
     translation_erasure,
 )
@@ -141,6 +142,8 @@ def test_translation_erasure_counts_retracted_words_of_the_target_language_only(
     )
     assert translation_erasure(heard, "es") == Erasure(retracted_words=2, final_words=4)
     assert translation_erasure(heard, "es").normalised == pytest.approx(0.5)
+    # The source captions' own erasure: "one two three four" -> "five" retracts 4; no final.
+    assert source_erasure(heard) == Erasure(retracted_words=4, final_words=0)
 
 
 # --- talks of several clips ------------------------------------------------------------------
@@ -252,3 +255,4 @@ def test_short_run_report_has_every_field(tmp_path: Path, eval_dir: Path) -> Non
     assert lane["final_delay_s"]["count"] == lane["segments"]
     assert lane["final_delay_s"]["p50"] is not None and lane["final_delay_s"]["p50"] < 5.0
     assert lane["final_words"] > 0 and lane["erasure"] is not None
+    assert lane["source_erasure"] is not None
