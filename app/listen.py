@@ -12,20 +12,13 @@ import asyncio
 import contextlib
 import json
 
-from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from app.origin import origin_allowed
 from app.services import Services
+from app.sockets import accept_for_session, close
 from engine.events import to_json
 from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
-from engine.telemetry import session_code
 from models import languages
-
-
-async def _close(websocket: WebSocket, code: int, reason: str) -> None:
-    if websocket.application_state != WebSocketState.DISCONNECTED:
-        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-            await websocket.close(code=code, reason=reason[:120])
 
 
 async def _send_events(websocket: WebSocket, sub: Subscription, send_timeout: float) -> None:
@@ -35,39 +28,33 @@ async def _send_events(websocket: WebSocket, sub: Subscription, send_timeout: fl
             async with asyncio.timeout(send_timeout):
                 await websocket.send_text(to_json(event))
     except ListenerTooSlow:
-        await _close(websocket, 1013, f"too far behind; reconnect with since={sub.last_seq}")
+        await close(websocket, 1013, f"too far behind; reconnect with since={sub.last_seq}")
     except TimeoutError:
-        await _close(websocket, 1013, f"send stalled; reconnect with since={sub.last_seq}")
+        await close(websocket, 1013, f"send stalled; reconnect with since={sub.last_seq}")
     except SubscriptionClosed:
-        await _close(websocket, 1001, "session closed")
+        await close(websocket, 1001, "session closed")
     except (WebSocketDisconnect, RuntimeError):
         return  # the listener left while we were sending
 
 
 async def listen_endpoint(websocket: WebSocket) -> None:
-    services: Services = websocket.app.state.services
-    if not origin_allowed(websocket, services.settings):
-        await websocket.close(code=1008, reason="origin not allowed")
+    accepted = await accept_for_session(websocket)
+    if accepted is None:
         return
-    await websocket.accept()
-    session = await services.registry.get(websocket.path_params["code"])
-    if session is None:
-        await _close(websocket, 1008, "no session with that code")
-        return
-    session_code.set(session.code)
+    services, session = accepted
     params = websocket.query_params
     offered = [session.record.source_language, *session.record.target_languages]
     lang = params.get("lang", session.record.source_language)
     if not languages.is_known(lang) or languages.normalise(lang) not in offered:
-        await _close(websocket, 1003, f"language must be one of {', '.join(offered)}")
+        await close(websocket, 1003, f"language must be one of {', '.join(offered)}")
         return
     lang = languages.normalise(lang)
     since_text = params.get("since", "0")
     if not since_text.isdigit() or len(since_text) > 18:
-        await _close(websocket, 1003, "since must be a non-negative integer")
+        await close(websocket, 1003, "since must be a non-negative integer")
         return
     if services.hub.listener_count(session.code) >= services.settings.max_listeners_per_session:
-        await _close(websocket, 1013, "this session has as many listeners as it allows")
+        await close(websocket, 1013, "this session has as many listeners as it allows")
         return
     sub = services.hub.subscribe(session.code, frozenset({lang}), int(since_text))
     sender = asyncio.create_task(
@@ -88,7 +75,7 @@ async def listen_endpoint(websocket: WebSocket) -> None:
                 break
             reply = _control(message.get("text"), sub, offered, services)
             if reply is not None:
-                await _close(websocket, 1003, reply)
+                await close(websocket, 1003, reply)
                 break
             session.audience_changed()  # a language switch changes what is translated
     finally:

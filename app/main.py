@@ -53,6 +53,7 @@ async def index(request: Request) -> Response:
 def route_rows(services: Services) -> list[dict[str, str]]:
     """The route table for people: text routes one per row; the many speech-only routes
     into English (Whisper translate, no draft backend) folded into one row."""
+
     def name(code: str) -> str:
         return languages.get(code).english_name if languages.is_known(code) else code
 

@@ -13,15 +13,14 @@ import json
 import logging
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from app.origin import origin_allowed
 from app.services import Services
+from app.sockets import accept_for_session, close
 from engine.events import to_json
 from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.session import PresenterStream, Session, StreamError
 from engine.store import verify_token
-from engine.telemetry import session_code
 from models import languages
 
 log = logging.getLogger(__name__)
@@ -74,25 +73,13 @@ async def _forward(websocket: WebSocket, subscription: Subscription) -> None:
         return
 
 
-async def _close(websocket: WebSocket, code: int, reason: str) -> None:
-    if websocket.application_state != WebSocketState.DISCONNECTED:
-        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-            await websocket.close(code=code, reason=reason[:120])
-
-
 async def present_endpoint(websocket: WebSocket) -> None:
-    services: Services = websocket.app.state.services
-    if not origin_allowed(websocket, services.settings):
-        await websocket.close(code=1008, reason="origin not allowed")
+    accepted = await accept_for_session(websocket)
+    if accepted is None:
         return
-    await websocket.accept()
-    session = await services.registry.get(websocket.path_params["code"])
-    if session is None:
-        await _close(websocket, 1008, "no session with that code")
-        return
-    session_code.set(session.code)
+    services, session = accepted
     if not services.ready.is_set():
-        await _close(websocket, 1013, "models are still loading; try again shortly")
+        await close(websocket, 1013, "models are still loading; try again shortly")
         return
     stream: PresenterStream | None = None
     subscription: Subscription | None = None
@@ -135,14 +122,14 @@ async def present_endpoint(websocket: WebSocket) -> None:
                 subscription.queue.close()
                 await forwarder
                 await websocket.send_text(json.dumps({"type": "ended"}))
-                await _close(websocket, 1000, "stream finalised")
+                await close(websocket, 1000, "stream finalised")
                 return
             if kind == "start":
                 raise ProtocolViolation(1003, "stream already started")
             if kind not in ("ping",):
                 raise ProtocolViolation(1003, f"unknown message type {kind!r}")
     except (ProtocolViolation, StreamError) as exc:
-        await _close(websocket, exc.code, exc.reason)
+        await close(websocket, exc.code, exc.reason)
     except WebSocketDisconnect:
         pass
     finally:

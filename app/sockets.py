@@ -1,0 +1,35 @@
+"""What both WebSocket endpoints do first: check the origin, accept, find the session."""
+
+from __future__ import annotations
+
+import contextlib
+
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from app.origin import origin_allowed
+from app.services import Services
+from engine.session import Session
+from engine.telemetry import session_code
+
+
+async def close(websocket: WebSocket, code: int, reason: str) -> None:
+    """Close with a code and a reason (at most 123 bytes on the wire), if still open."""
+    if websocket.application_state != WebSocketState.DISCONNECTED:
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await websocket.close(code=code, reason=reason[:120])
+
+
+async def accept_for_session(websocket: WebSocket) -> tuple[Services, Session] | None:
+    """Accept a socket for ``/ws/.../{code}``; None (socket closed with 1008) if its origin
+    is not allowed or no such session exists. Log lines from here on carry the code."""
+    services: Services = websocket.app.state.services
+    if not origin_allowed(websocket, services.settings):
+        await websocket.close(code=1008, reason="origin not allowed")
+        return None
+    await websocket.accept()
+    session = await services.registry.get(websocket.path_params["code"])
+    if session is None:
+        await close(websocket, 1008, "no session with that code")
+        return None
+    session_code.set(session.code)
+    return services, session
