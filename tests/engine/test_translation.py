@@ -119,9 +119,17 @@ def plan_for(
     )
 
 
-def draft(segment: int, text: str, stable: int = 0) -> Caption:
+def draft(segment: int, text: str, stable: int | None = None) -> Caption:
+    """A source draft; by default all of it is stable (committed)."""
     return Caption(
-        segment, "en", True, "draft", text, segment * 10.0, segment * 10.0 + 2, stable=stable
+        segment,
+        "en",
+        True,
+        "draft",
+        text,
+        segment * 10.0,
+        segment * 10.0 + 2,
+        stable=len(text) if stable is None else stable,
     )
 
 
@@ -557,3 +565,26 @@ async def test_whisper_translate_final_on_real_speech() -> None:
     chrf = CHRF().corpus_score(hyps, [refs]).score
     print(f"Whisper base translate, {len(hyps)} FLEURS es/de clips: chrF {chrf:.1f}")
     assert chrf > 36.0  # measured 43.7 on these 4 clips (47.8 over all 13 es/de clips)
+
+
+async def test_only_the_stable_part_of_a_source_draft_is_translated(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    published = Recorder()
+    session = SessionTranslator(
+        "en",
+        published,
+        {"es": plan_for("es", ScriptedTranslator(), pools("mt"))},
+        config=TranslationConfig(hold_back_words=0),
+    )
+    session.set_languages({"es"})
+    await session.on_source(draft(0, "one two three", stable=len("one two")))
+    await published.wait_for(lambda ev: bool(published.captions("es", "draft")))
+    assert published.captions("es", "draft")[-1].text == "es:one es:two"
+    # Nothing stable yet in segment 1: no draft translation for it, only its final.
+    await session.on_source(draft(1, "four five", stable=0))
+    await session.on_source(final(1, "four five"))
+    await session.drain()
+    assert not any(c.segment == 1 for c in published.captions("es", "draft"))
+    assert [c.text for c in published.captions("es", "final")] == ["es:four es:five"]
+    await session.close()
