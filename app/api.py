@@ -122,7 +122,8 @@ def _bearer(request: Request) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-async def end_session(request: Request) -> Response:
+async def _presenter_session(request: Request) -> Session | JSONResponse:
+    """The session named in the path, if the request carries its presenter token."""
     services = services_of(request)
     session = await services.registry.get(request.path_params["code"])
     if session is None:
@@ -132,6 +133,61 @@ async def end_session(request: Request) -> Response:
         return error(401, "presenter token required as Authorization: Bearer")
     if not verify_token(session.record, token):
         return error(403, "wrong presenter token")
+    return session
+
+
+MAX_GLOSSARY_TERMS = 200
+MAX_TERM_CHARS = 100
+
+
+async def set_glossary(request: Request) -> Response:
+    """``PUT /api/sessions/{code}/glossary`` ``{"es": {"source term": "target term"}}``:
+    the presenter's terms, applied to every draft and final translation from now on."""
+    session = await _presenter_session(request)
+    if isinstance(session, JSONResponse):
+        return session
+    data = await _json_body(request)
+    if isinstance(data, JSONResponse):
+        return data
+    glossary: dict[str, dict[str, str]] = {}
+    for lang, terms in data.items():
+        if (
+            not languages.is_known(lang)
+            or languages.normalise(lang) not in session.record.target_languages
+        ):
+            return error(422, f"{lang!r} is not a translation language of this session")
+        if not isinstance(terms, dict) or len(terms) > MAX_GLOSSARY_TERMS:
+            return error(422, f"terms must be an object of at most {MAX_GLOSSARY_TERMS} entries")
+        if not all(
+            isinstance(k, str)
+            and isinstance(v, str)
+            and 0 < len(k.strip()) <= MAX_TERM_CHARS
+            and len(v) <= MAX_TERM_CHARS
+            for k, v in terms.items()
+        ):
+            return error(
+                422, f"terms and translations are strings of 1-{MAX_TERM_CHARS} characters"
+            )
+        glossary[languages.normalise(lang)] = {k.strip(): v.strip() for k, v in terms.items()}
+    if session.translator is None:
+        return error(409, "this session offers no translation")
+    session.translator.set_glossary(glossary)
+    session.glossary = glossary
+    return JSONResponse({"code": session.code, "glossary": glossary})
+
+
+async def get_glossary(request: Request) -> Response:
+    services = services_of(request)
+    session = await services.registry.get(request.path_params["code"])
+    if session is None:
+        return error(404, "no session with that code")
+    return JSONResponse({"code": session.code, "glossary": session.glossary})
+
+
+async def end_session(request: Request) -> Response:
+    session = await _presenter_session(request)
+    if isinstance(session, JSONResponse):
+        return session
     if session.stream is not None and not session.stream.finished:
         await session.stream.finish()
     await session.set_state("ended")

@@ -189,6 +189,8 @@ def create_app(
         Route("/api/sessions", api.create_session, methods=["POST"]),
         Route("/api/sessions/{code}", api.get_session),
         Route("/api/sessions/{code}/end", api.end_session, methods=["POST"]),
+        Route("/api/sessions/{code}/glossary", api.set_glossary, methods=["PUT"]),
+        Route("/api/sessions/{code}/glossary", api.get_glossary, methods=["GET"]),
         Route("/api/sessions/{code}/transcript", api.get_transcript),
         Route("/api/sessions/{code}/qr.svg", api.qr_code),
         WebSocketRoute("/ws/present/{code}", present_endpoint),

@@ -93,6 +93,8 @@ class Session:
         self.stream: PresenterStream | None = None
         self._source_published: dict[tuple[int, str], float] = {}
         self._announcer: asyncio.Task[None] | None = None
+        self.glossary: dict[str, dict[str, str]] = {}
+        """The presenter's terms per target language (kept in memory: lost on restart)."""
         self.translator: SessionTranslator | None = None
         """Set by the registry when the session offers translations."""
         hub.open(record.code, last_seq, finals)

@@ -158,6 +158,10 @@ class SessionTranslator:
                 lane.active = False
                 lane.pending = None
 
+    def set_glossary(self, glossary: Mapping[str, Mapping[str, str]]) -> None:
+        """Replace the presenter's glossary; applies to every translation from now on."""
+        self._glossary = Glossary(glossary)
+
     def cached_final(self, segment: int, target: str) -> Caption | None:
         lane = self._lanes.get(languages.normalise(target))
         return lane.cache.get(segment) if lane else None

@@ -50,6 +50,12 @@ async def test_spanish_listener_gets_a_spanish_final_for_every_source_final(
     routes = httpx.get(f"{server.url}/api/routes").json()["routes"]
     assert any(r["source"] == "en" and r["target"] == "es" for r in routes)
     session = create_session(server.url, target_languages=["es"])
+    glossary = httpx.put(
+        f"{server.url}/api/sessions/{session['code']}/glossary",
+        json={"es": {"winters": "INVIERNOS"}},
+        headers={"Authorization": f"Bearer {session['presenter_token']}"},
+    )
+    assert glossary.status_code == 200, glossary.text
     base = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
     spanish: list[dict[str, object]] = []
     switcher: list[dict[str, object]] = []
@@ -74,6 +80,8 @@ async def test_spanish_listener_gets_a_spanish_final_for_every_source_final(
     translated = _finals(spanish, "es", False)
     # Every non-empty source final has a non-empty Spanish final, and it is Spanish.
     assert all(translated[k] for k, v in source.items() if v)
+    # The presenter's glossary term replaced Apertium's own translation.
+    assert "INVIERNOS" in " ".join(translated.values()), translated
     text = " ".join(translated.values()).lower()
     assert sum(text.count(w) for w in (" el ", " la ", " de ", " y ", " tu ")) >= 5, text
     # Drafts came first for at least some segments, and no draft follows its final.
@@ -152,3 +160,18 @@ async def test_spanish_speech_gets_whisper_translated_english_finals(
     # Whisper base translate scored chrF 43.7 on four es/de FLEURS clips offline; a streamed
     # talk is segmented by pauses, which costs some context.
     assert chrf > 30, (chrf, hypothesis, reference)
+
+
+def test_glossary_needs_the_presenter_token_and_offered_languages(server: ServerProcess) -> None:
+    session = create_session(server.url, target_languages=["es"])
+    url = f"{server.url}/api/sessions/{session['code']}/glossary"
+    auth = {"Authorization": f"Bearer {session['presenter_token']}"}
+    assert httpx.put(url, json={"es": {"a": "b"}}).status_code == 401
+    assert (
+        httpx.put(url, json={"es": {"a": "b"}}, headers={"Authorization": "Bearer x"}).status_code
+        == 403
+    )
+    assert httpx.put(url, json={"fr": {"a": "b"}}, headers=auth).status_code == 422
+    assert httpx.put(url, json={"es": {"a": 3}}, headers=auth).status_code == 422
+    assert httpx.put(url, json={"es": {"talk": "charla"}}, headers=auth).status_code == 200
+    assert httpx.get(url).json()["glossary"] == {"es": {"talk": "charla"}}
