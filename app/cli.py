@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         ws_max_size=settings.limits.max_message_bytes + 1024,
         # Compressing each caption once per listener cost more CPU than it saved bytes.
         ws_per_message_deflate=False,
+        ws=settings.websocket_impl,  # type: ignore[arg-type]
         timeout_graceful_shutdown=30,
     )
     return 0

@@ -38,6 +38,8 @@ class Settings:
     whisper_translate: bool = True
     """Translate non-English speech into English with Whisper base (needs ``*`` loaded)."""
     cpu_threads: int = 2
+    websocket_impl: str = "auto"
+    """uvicorn's WebSocket implementation: auto, websockets, websockets-sansio or wsproto."""
     short_window: bool = True
     """Encode only the audio plus padding instead of Whisper's full 30 s window."""
     warm_models: bool = True
@@ -48,6 +50,8 @@ class Settings:
     max_sessions: int = 200
     max_live_streams: int = 4
     max_listeners_per_session: int = 2000
+    session_create_per_minute: int = 30
+    """Sessions one client address may create per minute (0: unlimited)."""
     listener_queue: int = 1000
     listener_send_timeout: float = 10.0
     retention_days: float = 30.0
@@ -84,6 +88,8 @@ class Settings:
                 "false",
                 "no",
             )
+        if "INTERP_WS" in env:
+            values["websocket_impl"] = env["INTERP_WS"]
         if "INTERP_SHORT_WINDOW" in env:
             values["short_window"] = env["INTERP_SHORT_WINDOW"] not in ("0", "false", "no")
         if "INTERP_CPU_THREADS" in env:
@@ -100,6 +106,8 @@ class Settings:
             values["max_live_streams"] = int(env["INTERP_MAX_LIVE_STREAMS"])
         if "INTERP_MAX_LISTENERS" in env:
             values["max_listeners_per_session"] = int(env["INTERP_MAX_LISTENERS"])
+        if "INTERP_SESSION_RATE" in env:
+            values["session_create_per_minute"] = int(env["INTERP_SESSION_RATE"])
         if "INTERP_RETENTION_DAYS" in env:
             values["retention_days"] = float(env["INTERP_RETENTION_DAYS"])
         if "INTERP_MAX_AUDIO_SPEED" in env:
