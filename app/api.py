@@ -9,6 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.ratelimit import SlidingWindowLimit
 from app.services import Services
 from engine import transcript
 from engine.registry import TooManySessions
@@ -56,6 +57,15 @@ def session_facts(session: Session, services: Services) -> dict[str, Any]:
     }
 
 
+def _creation_limit(request: Request, services: Services) -> SlidingWindowLimit:
+    """The app's session-creation limit, built on first use from the settings."""
+    limit: SlidingWindowLimit | None = getattr(request.app.state, "session_create_limit", None)
+    if limit is None:
+        limit = SlidingWindowLimit(services.settings.session_create_per_minute, 60.0)
+        request.app.state.session_create_limit = limit
+    return limit
+
+
 async def create_session(request: Request) -> Response:
     services = services_of(request)
     data = await _json_body(request)
@@ -88,6 +98,18 @@ async def create_session(request: Request) -> Response:
             422,
             f"no translation route from {source} to {', '.join(unsupported)} on this server",
             routes=services.translation_targets(source),
+        )
+    # Counted only for well-formed requests: refusals cost the server nothing.
+    client = request.client.host if request.client else "unknown"
+    wait = _creation_limit(request, services).allow(client)
+    if wait is not None:
+        return JSONResponse(
+            {
+                "error": "too many sessions created from this address; try again later",
+                "retry_after": round(wait, 1),
+            },
+            status_code=429,
+            headers={"Retry-After": str(max(1, round(wait)))},
         )
     try:
         session, token = await services.registry.create(

@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "peer", help="side by side with WhisperLiveKit (python -m bench peer --help)"
     )
+    commands.add_parser(
+        "steps", help="compute-unaware replay in process: exact WER of recogniser settings"
+    )
     spread = commands.add_parser(
         "fanout",
         help="one presenter in real time, N listeners: event delay, finals, server CPU and memory",
@@ -285,6 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bench import peer
 
         return peer.main(words[1:])
+    if words[:1] == ["steps"]:
+        from bench import steps
+
+        return steps.main(words[1:])
     args = build_parser().parse_args(words)
     command = shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
     return COMMANDS[args.command](args, command)

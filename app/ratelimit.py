@@ -1,0 +1,41 @@
+"""A sliding-window rate limit per client key (the session-creation limit of the API)."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+MAX_KEYS = 10_000
+"""Most clients remembered at once; the oldest idle ones are forgotten first."""
+
+
+@dataclass(slots=True)
+class SlidingWindowLimit:
+    """At most ``limit`` events per ``window`` seconds for each key (e.g. client address).
+
+    ``limit <= 0`` disables the check. Memory is bounded by :data:`MAX_KEYS` keys of at
+    most ``limit`` timestamps each.
+    """
+
+    limit: int
+    window: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    _hits: dict[str, deque[float]] = field(default_factory=dict)
+
+    def allow(self, key: str) -> float | None:
+        """Record one event for ``key``; None if allowed, else seconds until one is."""
+        if self.limit <= 0:
+            return None
+        now = self.clock()
+        hits = self._hits.pop(key, None) or deque()
+        while hits and hits[0] <= now - self.window:
+            hits.popleft()
+        self._hits[key] = hits  # re-inserted: dict order is least recently used first
+        if len(hits) >= self.limit:
+            return max(0.0, hits[0] + self.window - now)
+        hits.append(now)
+        while len(self._hits) > MAX_KEYS:
+            del self._hits[next(iter(self._hits))]
+        return None
