@@ -21,7 +21,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One real server (uvicorn, real models) shared by the integration tests. Presenters
     may send audio up to 8x real time here so recordings replay quickly."""
     proc = ServerProcess(
-        tmp_path_factory.mktemp("server"), env={"INTERP_MAX_AUDIO_SPEED": "8"}
+        tmp_path_factory.mktemp("server"), env={"INTERP_MAX_AUDIO_SPEED": "8", "INTERP_SESSION_RATE": "0"}
     ).start()
     yield proc
     proc.stop()

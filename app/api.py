@@ -36,7 +36,7 @@ async def _json_body(request: Request) -> dict[str, Any] | JSONResponse:
         return error(413, f"request body over {MAX_BODY} bytes")
     try:
         data = json.loads(body or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError, integers past 4300 digits
         return error(400, "body is not valid JSON")
     if not isinstance(data, dict):
         return error(400, "body must be a JSON object")

@@ -94,7 +94,7 @@ def _control(
         return "listeners send text messages only"
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except ValueError:  # includes JSONDecodeError and over-long integers
         return "message is not valid JSON"
     if not isinstance(data, dict):
         return "message must be a JSON object"

@@ -42,7 +42,7 @@ def _parse_start(message: dict[str, Any], session: Session, services: Services) 
         raise ProtocolViolation(1003, "expected a text 'start' message before any audio")
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except ValueError:  # includes JSONDecodeError and over-long integers
         raise ProtocolViolation(1003, "start message is not valid JSON") from None
     if not isinstance(data, dict) or data.get("type") != "start":
         raise ProtocolViolation(1003, 'first message must be {"type": "start", ...}')
@@ -111,7 +111,7 @@ async def present_endpoint(websocket: WebSocket) -> None:
                 continue
             try:
                 control = json.loads(message.get("text") or "")
-            except json.JSONDecodeError:
+            except ValueError:  # includes JSONDecodeError and over-long integers
                 raise ProtocolViolation(1003, "text message is not valid JSON") from None
             kind = control.get("type") if isinstance(control, dict) else None
             if kind == "stop":

@@ -53,8 +53,8 @@ class RecognizerConfig:
     short_pause_s: float = 0.2
     """Once a segment is long (``long_segment_s``) or has a committed sentence end after
     ``sentence_min_s``, a pause this short closes it."""
-    long_segment_s: float = 3.0
-    sentence_min_s: float = 1.5
+    long_segment_s: float = 2.0
+    sentence_min_s: float = 1.0
     max_segment_s: float = 8.0
     """With no pause at all, a segment is cut at its quietest moment past this length."""
     lead_in_s: float = 0.3
