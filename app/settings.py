@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,53 +64,49 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Settings from ``INTERP_*`` variables (and ``HOST``/``PORT``); ``overrides`` win."""
         env = os.environ if env is None else env
-        values: dict[str, object] = {}
-        if "HOST" in env:
-            values["host"] = env["HOST"]
-        if "PORT" in env:
-            values["port"] = int(env["PORT"])
-        if "INTERP_DATA_DIR" in env:
-            values["data_dir"] = Path(env["INTERP_DATA_DIR"])
-        if "INTERP_CACHE_DIR" in env:
-            values["cache_dir"] = Path(env["INTERP_CACHE_DIR"])
-        if "INTERP_ASR_MODELS" in env:
-            values["asr_models"] = _parse_map(env["INTERP_ASR_MODELS"])
-        if "INTERP_MULTILINGUAL" in env:
-            values["load_multilingual"] = env["INTERP_MULTILINGUAL"] not in ("0", "false", "no")
-        if "INTERP_CT2_MODELS" in env:
-            values["ct2_models"] = _parse_map(env["INTERP_CT2_MODELS"])
-        if "INTERP_APERTIUM" in env:
-            values["apertium"] = env["INTERP_APERTIUM"] not in ("0", "false", "no")
-        if "INTERP_WHISPER_TRANSLATE" in env:
-            values["whisper_translate"] = env["INTERP_WHISPER_TRANSLATE"] not in (
-                "0",
-                "false",
-                "no",
-            )
-        if "INTERP_WS" in env:
-            values["websocket_impl"] = env["INTERP_WS"]
-        if "INTERP_SHORT_WINDOW" in env:
-            values["short_window"] = env["INTERP_SHORT_WINDOW"] not in ("0", "false", "no")
-        if "INTERP_CPU_THREADS" in env:
-            values["cpu_threads"] = int(env["INTERP_CPU_THREADS"])
-        if "INTERP_REFINE" in env:
-            values["refine"] = env["INTERP_REFINE"] not in ("0", "false", "no")
-        if "INTERP_RECOGNIZER" in env:
-            values["recognizer"] = _parse_map(env["INTERP_RECOGNIZER"])
-        if "INTERP_ALLOWED_ORIGINS" in env:
-            values["allowed_origins"] = tuple(
-                o.strip() for o in env["INTERP_ALLOWED_ORIGINS"].split(",") if o.strip()
-            )
-        if "INTERP_MAX_LIVE_STREAMS" in env:
-            values["max_live_streams"] = int(env["INTERP_MAX_LIVE_STREAMS"])
-        if "INTERP_MAX_LISTENERS" in env:
-            values["max_listeners_per_session"] = int(env["INTERP_MAX_LISTENERS"])
-        if "INTERP_SESSION_RATE" in env:
-            values["session_create_per_minute"] = int(env["INTERP_SESSION_RATE"])
-        if "INTERP_RETENTION_DAYS" in env:
-            values["retention_days"] = float(env["INTERP_RETENTION_DAYS"])
-        if "INTERP_MAX_AUDIO_SPEED" in env:
-            values["limits"] = StreamLimits(max_speed=float(env["INTERP_MAX_AUDIO_SPEED"]))
+        values: dict[str, object] = {
+            field_name: parse(env[name])
+            for name, (field_name, parse) in ENVIRONMENT.items()
+            if name in env
+        }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _flag(text: str) -> bool:
+    return text.strip().lower() not in ("0", "false", "no", "off")
+
+
+def _origins(text: str) -> tuple[str, ...]:
+    return tuple(o.strip() for o in text.split(",") if o.strip())
+
+
+def _speed(text: str) -> StreamLimits:
+    return StreamLimits(max_speed=float(text))
+
+
+ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
+    "HOST": ("host", str),
+    "PORT": ("port", int),
+    "INTERP_DATA_DIR": ("data_dir", Path),
+    "INTERP_CACHE_DIR": ("cache_dir", Path),
+    "INTERP_ASR_MODELS": ("asr_models", _parse_map),
+    "INTERP_MULTILINGUAL": ("load_multilingual", _flag),
+    "INTERP_CT2_MODELS": ("ct2_models", _parse_map),
+    "INTERP_APERTIUM": ("apertium", _flag),
+    "INTERP_WHISPER_TRANSLATE": ("whisper_translate", _flag),
+    "INTERP_WS": ("websocket_impl", str),
+    "INTERP_SHORT_WINDOW": ("short_window", _flag),
+    "INTERP_CPU_THREADS": ("cpu_threads", int),
+    "INTERP_REFINE": ("refine", _flag),
+    "INTERP_RECOGNIZER": ("recognizer", _parse_map),
+    "INTERP_ALLOWED_ORIGINS": ("allowed_origins", _origins),
+    "INTERP_MAX_LIVE_STREAMS": ("max_live_streams", int),
+    "INTERP_MAX_LISTENERS": ("max_listeners_per_session", int),
+    "INTERP_SESSION_RATE": ("session_create_per_minute", int),
+    "INTERP_RETENTION_DAYS": ("retention_days", float),
+    "INTERP_MAX_AUDIO_SPEED": ("limits", _speed),
+}
+"""Every environment variable the server reads: variable -> (settings field, parser)."""
