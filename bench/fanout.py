@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime
-import itertools
 import json
 import math
 import multiprocessing
@@ -38,18 +37,12 @@ import psutil
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from bench.metrics import SendSchedule, distribution, percentile
+from bench.metrics import distribution, percentile
 from bench.recordings import Recording
 from bench.replay import (
-    Received,
     Replay,
-    ReplayError,
-    _receive_until_ended,
-    _send_audio,
-    _wait_ready,
-    _ws_url,
     create_session,
-    split_chunks,
+    present,
 )
 from bench.report import machine_info
 from bench.server import ServerHandle, ServerProcess, cpu_seconds
@@ -336,58 +329,6 @@ def raise_fd_limit(wanted: int) -> int:
 
 
 # --- the presenter ------------------------------------------------------------------------
-
-
-async def present(
-    base_url: str, session: Mapping[str, Any], recording: Recording, end_timeout: float = 300.0
-) -> Replay:
-    """Replay ``recording`` in real time into an existing session.
-
-    The same client as :func:`bench.replay.replay` (its pieces are reused), except that the
-    session is created by the caller, so that listeners can join before the audio starts.
-    """
-    chunks = split_chunks(recording.pcm, recording.sample_rate)
-    ends = list(itertools.accumulate(len(c) // 2 for c in chunks))
-    received: list[Received] = []
-    send_times: list[float] = []
-    counts = {"binary": 0}
-    async with connect(_ws_url(base_url, session["code"]), open_timeout=30) as ws:
-        start_sent = time.monotonic()
-        start = {
-            "type": "start",
-            "token": session["presenter_token"],
-            "sample_rate": recording.sample_rate,
-            "encoding": "pcm_s16le",
-            "language": "en",
-        }
-        await ws.send(json.dumps(start))
-        ready_at = await _wait_ready(ws, received)
-        try:
-            async with (
-                asyncio.timeout(end_timeout + recording.duration),
-                asyncio.TaskGroup() as group,
-            ):
-                receiver = group.create_task(_receive_until_ended(ws, received, counts))
-                sender = group.create_task(_send_audio(ws, chunks, "realtime", send_times))
-        except* ConnectionClosed as closed:
-            raise ReplayError(
-                f"{recording.id}: server closed the stream ({ws.close_code}: {ws.close_reason})"
-            ) from closed
-        except* ReplayError as failed:
-            raise failed.exceptions[0] from None
-    return Replay(
-        recording=recording.id,
-        mode="realtime",
-        session_code=str(session["code"]),
-        schedule=SendSchedule(recording.sample_rate, tuple(ends), tuple(send_times)),
-        received=tuple(received),
-        start_sent=start_sent,
-        ready_at=ready_at,
-        stop_sent=sender.result(),
-        ended_at=receiver.result(),
-        binary_messages=counts["binary"],
-        server_cpu_seconds=None,
-    )
 
 
 # --- client processes: the listeners ------------------------------------------------------

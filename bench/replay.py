@@ -9,9 +9,10 @@ Sending and receiving run as two tasks; every received text message is kept with
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -143,29 +144,39 @@ async def replay(
     and right after ``ended``.
     """
     session = await create_session(base_url, f"bench {recording.id}")
+    return await present(
+        base_url, session, recording, mode=mode, cpu_clock=cpu_clock, end_timeout=end_timeout
+    )
+
+
+async def present(
+    base_url: str,
+    session: Mapping[str, Any],
+    recording: Recording,
+    *,
+    language: str = "en",
+    mode: Mode = "realtime",
+    cpu_clock: Callable[[], float] | None = None,
+    end_timeout: float = 300.0,
+) -> Replay:
+    """Replay ``recording`` (spoken ``language``) into an existing ``session``, created by
+    the caller so that listeners can join before the audio starts."""
     chunks = split_chunks(recording.pcm, recording.sample_rate)
-    ends: list[int] = []
-    total = 0
-    for chunk in chunks:
-        total += len(chunk) // 2
-        ends.append(total)
+    ends = list(itertools.accumulate(len(c) // 2 for c in chunks))
     received: list[Received] = []
     send_times: list[float] = []
     counts = {"binary": 0}
     async with connect(_ws_url(base_url, session["code"]), open_timeout=30) as ws:
         cpu_before = cpu_clock() if cpu_clock else None
         start_sent = time.monotonic()
-        await ws.send(
-            json.dumps(
-                {
-                    "type": "start",
-                    "token": session["presenter_token"],
-                    "sample_rate": recording.sample_rate,
-                    "encoding": "pcm_s16le",
-                    "language": "en",
-                }
-            )
-        )
+        start = {
+            "type": "start",
+            "token": session["presenter_token"],
+            "sample_rate": recording.sample_rate,
+            "encoding": "pcm_s16le",
+            "language": language,
+        }
+        await ws.send(json.dumps(start))
         ready_at = await _wait_ready(ws, received)
         deadline = end_timeout + (recording.duration if mode == "realtime" else 0.0)
         try:
@@ -185,7 +196,7 @@ async def replay(
     return Replay(
         recording=recording.id,
         mode=mode,
-        session_code=session["code"],
+        session_code=str(session["code"]),
         schedule=SendSchedule(recording.sample_rate, tuple(ends), tuple(send_times)),
         received=tuple(received),
         start_sent=start_sent,

@@ -9,7 +9,6 @@ spoken language as a parameter; each listener records every text message with it
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
 import time
@@ -22,18 +21,13 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from bench.fanout import CpuUse, cpu_snapshot, cpu_use
-from bench.metrics import SendSchedule
 from bench.recordings import Recording
 from bench.replay import (
     Mode,
     Received,
     Replay,
     ReplayError,
-    _receive_until_ended,
-    _send_audio,
-    _wait_ready,
-    _ws_url,
-    split_chunks,
+    present,
 )
 from bench.server import ServerHandle
 
@@ -56,58 +50,6 @@ async def create_translated_session(
         raise ReplayError(f"POST /api/sessions: {response.status_code} {response.text[:300]}")
     body: dict[str, Any] = response.json()
     return body
-
-
-async def present(
-    base_url: str,
-    session: Mapping[str, Any],
-    recording: Recording,
-    language: str,
-    mode: Mode,
-    end_timeout: float = 300.0,
-) -> Replay:
-    """Replay ``recording`` (spoken ``language``) into an existing session, as
-    :func:`bench.replay.replay` does."""
-    chunks = split_chunks(recording.pcm, recording.sample_rate)
-    ends = list(itertools.accumulate(len(c) // 2 for c in chunks))
-    received: list[Received] = []
-    send_times: list[float] = []
-    counts = {"binary": 0}
-    async with connect(_ws_url(base_url, session["code"]), open_timeout=30) as ws:
-        start_sent = time.monotonic()
-        start = {
-            "type": "start",
-            "token": session["presenter_token"],
-            "sample_rate": recording.sample_rate,
-            "encoding": "pcm_s16le",
-            "language": language,
-        }
-        await ws.send(json.dumps(start))
-        ready_at = await _wait_ready(ws, received)
-        deadline = end_timeout + (recording.duration if mode == "realtime" else 0.0)
-        try:
-            async with asyncio.timeout(deadline), asyncio.TaskGroup() as group:
-                receiver = group.create_task(_receive_until_ended(ws, received, counts))
-                sender = group.create_task(_send_audio(ws, chunks, mode, send_times))
-        except* ConnectionClosed as closed:
-            raise ReplayError(
-                f"{recording.id}: server closed the stream ({ws.close_code}: {ws.close_reason})"
-            ) from closed
-        except* ReplayError as failed:
-            raise failed.exceptions[0] from None
-    return Replay(
-        recording=recording.id,
-        mode=mode,
-        session_code=str(session["code"]),
-        schedule=SendSchedule(recording.sample_rate, tuple(ends), tuple(send_times)),
-        received=tuple(received),
-        start_sent=start_sent,
-        ready_at=ready_at,
-        stop_sent=sender.result(),
-        ended_at=receiver.result(),
-        binary_messages=counts["binary"],
-        server_cpu_seconds=None,
-    )
 
 
 class ListenerRecorder:
@@ -208,7 +150,7 @@ async def run_talk(
             await asyncio.gather(*(listener.joined.wait() for listener in listeners))
         load_before = os.getloadavg()
         before = cpu_snapshot(server.pid, [])
-        presenter = await present(server.base_url, session, recording, source, mode)
+        presenter = await present(server.base_url, session, recording, language=source, mode=mode)
         after = cpu_snapshot(server.pid, [])
         expected = frozenset(
             int(r.message["segment"])
