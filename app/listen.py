@@ -16,7 +16,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from app.services import Services
 from app.sockets import accept_for_session, close
-from engine.events import to_json
+from engine.events import SpeechAudio, to_json
 from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
 from models import languages
 
@@ -27,6 +27,8 @@ async def _send_events(websocket: WebSocket, sub: Subscription, send_timeout: fl
             event = await sub.get()
             async with asyncio.timeout(send_timeout):
                 await websocket.send_text(to_json(event))
+                if isinstance(event, SpeechAudio):
+                    await websocket.send_bytes(event.pcm)
     except ListenerTooSlow:
         await close(websocket, 1013, f"too far behind; reconnect with since={sub.last_seq}")
     except TimeoutError:
@@ -53,10 +55,16 @@ async def listen_endpoint(websocket: WebSocket) -> None:
     if not since_text.isdigit() or len(since_text) > 18:
         await close(websocket, 1003, "since must be a non-negative integer")
         return
+    audio_text = params.get("audio", "0")
+    if audio_text not in ("0", "1"):
+        await close(websocket, 1003, "audio must be 0 or 1")
+        return
     if services.hub.listener_count(session.code) >= services.settings.max_listeners_per_session:
         await close(websocket, 1013, "this session has as many listeners as it allows")
         return
-    sub = services.hub.subscribe(session.code, frozenset({lang}), int(since_text))
+    sub = services.hub.subscribe(
+        session.code, frozenset({lang}), int(since_text), audio=audio_text == "1"
+    )
     sender = asyncio.create_task(
         _send_events(websocket, sub, services.settings.listener_send_timeout)
     )
@@ -77,7 +85,7 @@ async def listen_endpoint(websocket: WebSocket) -> None:
             if reply is not None:
                 await close(websocket, 1003, reply)
                 break
-            session.audience_changed()  # a language switch changes what is translated
+            session.audience_changed()  # what is translated and spoken may have changed
     finally:
         services.hub.unsubscribe(sub)
         sender.cancel()
@@ -109,7 +117,11 @@ def _control(
         services.hub.set_languages(sub, frozenset({lang}))
         return None
     if kind == "audio":
-        return None if isinstance(data.get("enabled"), bool) else "audio.enabled must be a boolean"
+        enabled = data.get("enabled")
+        if not isinstance(enabled, bool):
+            return "audio.enabled must be a boolean"
+        services.hub.set_audio(sub, enabled)
+        return None
     if kind == "ping":
         return None
     return f"unknown message type {kind!r}"

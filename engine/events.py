@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 CaptionState = Literal["draft", "final"]
@@ -74,7 +74,37 @@ class ErrorEvent:
     type: Literal["error"] = "error"
 
 
-Event = Caption | StateChange | ErrorEvent
+@dataclass(frozen=True, slots=True)
+class SpeechAudio:
+    """Spoken translation: one chunk of synthesised speech for a segment's final in ``lang``.
+
+    On the wire it is a text header (every field but ``pcm``) followed by one binary message
+    holding ``pcm`` (``encoding`` at ``sample_rate``, mono). A segment's speech comes as one
+    or more chunks in order; ``last`` marks its final chunk. ``skipped`` counts the sentences
+    dropped just before this one because the voice fell too far behind the speaker, and
+    ``rate`` is the speaking speed used (1.0 normal, higher is faster). Audio is live only:
+    it is not kept in the session log and never backfilled.
+    """
+
+    segment: int
+    lang: str
+    sample_rate: int
+    pcm: bytes = field(repr=False, compare=False, hash=False)
+    text: str = ""
+    last: bool = True
+    skipped: int = 0
+    rate: float = 1.0
+    encoding: Literal["pcm_s16le"] = "pcm_s16le"
+    seq: int = 0
+    ts: float = 0.0
+    type: Literal["audio"] = "audio"
+
+    @property
+    def duration(self) -> float:
+        return len(self.pcm) / 2 / self.sample_rate
+
+
+Event = Caption | StateChange | ErrorEvent | SpeechAudio
 
 
 def with_seq(event: Event, seq: int, ts: float = 0.0) -> Event:
@@ -83,8 +113,14 @@ def with_seq(event: Event, seq: int, ts: float = 0.0) -> Event:
 
 
 def to_dict(event: Event) -> dict[str, Any]:
-    """The wire form of an event (see docs/protocol.md)."""
-    data = dataclasses.asdict(event)
+    """The wire form of an event (see docs/protocol.md); for :class:`SpeechAudio`, the text
+    header (its ``pcm`` travels as the binary message after it)."""
+    if isinstance(event, SpeechAudio):
+        data = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
+        del data["pcm"]
+        data["rate"] = round(event.rate, 3)
+    else:
+        data = dataclasses.asdict(event)
     if isinstance(event, Caption):
         data["start"] = round(event.start, 3)
         data["end"] = round(event.end, 3)
@@ -92,10 +128,19 @@ def to_dict(event: Event) -> dict[str, Any]:
     return data
 
 
-@functools.lru_cache(maxsize=4096)
 def to_json(event: Event) -> str:
-    """The wire text of an event; cached, since one event goes to every listener."""
+    """The wire text of an event; cached, since one event goes to every listener (audio
+    headers are not cached: the cache would keep their PCM alive)."""
+    if isinstance(event, SpeechAudio):
+        return _dumps(event)
+    return _cached_json(event)
+
+
+def _dumps(event: Event) -> str:
     return json.dumps(to_dict(event), ensure_ascii=False, separators=(",", ":"))
+
+
+_cached_json = functools.lru_cache(maxsize=4096)(_dumps)
 
 
 def from_dict(data: dict[str, Any]) -> Event:
@@ -108,4 +153,6 @@ def from_dict(data: dict[str, Any]) -> Event:
         return StateChange(**fields)
     if kind == "error":
         return ErrorEvent(**fields)
+    if kind == "audio":
+        return SpeechAudio(**{"pcm": b"", **fields})
     raise ValueError(f"unknown event type {kind!r}")

@@ -7,9 +7,12 @@ Listener queue overflow policy (:class:`ListenerQueue`):
 - a newer draft of a (segment, language) replaces the older one still queued, and a newer
   state event replaces an older queued one;
 - a final removes the queued drafts of its segment and language, and is never dropped;
+- audio chunks (spoken translation) are never replaced or dropped one by one: the speech
+  stage already keeps each language's speech within a bound of the live speaker, so a
+  listener whose queue still overflows is too slow for audio;
 - a listener with more than ``max_events`` events waiting is too far behind: its queue is
   closed and the socket is closed with a reason; the client reconnects with ``since`` and
-  backfills from the log.
+  backfills from the log (captions only: audio is live and never backfilled).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine.events import Caption, Event, StateChange, with_seq
+from engine.events import Caption, Event, SpeechAudio, StateChange, with_seq
 
 
 class ListenerTooSlow(Exception):
@@ -32,11 +35,14 @@ class SubscriptionClosed(Exception):
     """The subscription was closed (session dropped or listener left)."""
 
 
-def wants(event: Event, langs: frozenset[str]) -> bool:
+def wants(event: Event, langs: frozenset[str], audio: bool = False) -> bool:
     """Whether a listener reading ``langs`` receives ``event``: every source caption (for the
-    bilingual view), translations in its languages, and every non-caption event."""
+    bilingual view), translations in its languages, spoken translation in its languages if
+    it turned audio on, and every other event."""
     if isinstance(event, Caption):
         return event.source or event.lang in langs
+    if isinstance(event, SpeechAudio):
+        return audio and event.lang in langs
     return True
 
 
@@ -108,6 +114,8 @@ class Subscription:
     queue: ListenerQueue = field(default_factory=ListenerQueue)
     last_seq: int = 0
     counted: bool = True
+    audio: bool = False
+    """Whether this listener receives spoken translation (``audio=1``)."""
 
     async def get(self) -> Event:
         event = await self.queue.get()
@@ -115,7 +123,7 @@ class Subscription:
         return event
 
     def offer(self, event: Event) -> None:
-        if wants(event, self.langs):
+        if wants(event, self.langs, self.audio):
             self.queue.put(event)
 
 
@@ -140,6 +148,8 @@ class SessionLog:
         if numbered.seq <= 0:
             raise ValueError("append takes numbered events; use number() first")
         self.seq = max(self.seq, numbered.seq)
+        if isinstance(numbered, SpeechAudio):
+            return numbered  # live only: audio is never backfilled
         if isinstance(numbered, Caption):
             key = (numbered.segment, numbered.lang)
             if numbered.is_final:
@@ -177,10 +187,17 @@ class Hub(Protocol):
         ...
 
     def subscribe(
-        self, code: str, langs: frozenset[str], since: int = 0, *, counted: bool = True
+        self,
+        code: str,
+        langs: frozenset[str],
+        since: int = 0,
+        *,
+        counted: bool = True,
+        audio: bool = False,
     ) -> Subscription:
         """A subscription whose queue already holds the backfill after ``since``;
-        ``counted=False`` for the presenter's own view (not an audience member)."""
+        ``counted=False`` for the presenter's own view (not an audience member);
+        ``audio=True`` to receive spoken translation in ``langs``."""
         ...
 
     def unsubscribe(self, subscription: Subscription) -> None: ...
@@ -189,10 +206,19 @@ class Hub(Protocol):
         """Switch a listener's languages, backfilling the finals in the new ones."""
         ...
 
+    def set_audio(self, subscription: Subscription, enabled: bool) -> None:
+        """Turn a listener's spoken translation on or off."""
+        ...
+
     def listener_count(self, code: str) -> int: ...
 
     def wanted_languages(self, code: str) -> frozenset[str]:
         """Every language some subscriber of ``code`` reads (what to translate into)."""
+        ...
+
+    def wanted_speech(self, code: str) -> frozenset[str]:
+        """Every language some subscriber of ``code`` listens to with audio on (what to
+        synthesise)."""
         ...
 
     def drop(self, code: str) -> None:
@@ -227,10 +253,16 @@ class InMemoryHub:
             sub.offer(event)
 
     def subscribe(
-        self, code: str, langs: frozenset[str], since: int = 0, *, counted: bool = True
+        self,
+        code: str,
+        langs: frozenset[str],
+        since: int = 0,
+        *,
+        counted: bool = True,
+        audio: bool = False,
     ) -> Subscription:
         sub = Subscription(
-            code, langs, ListenerQueue(self.max_queue, self._count_replaced), since, counted
+            code, langs, ListenerQueue(self.max_queue, self._count_replaced), since, counted, audio
         )
         for event in self._logs[code].replay(since, langs):
             sub.queue.put(event)
@@ -251,6 +283,9 @@ class InMemoryHub:
                 if isinstance(event, Caption) and not event.source and event.lang in added:
                     subscription.queue.put(event)
 
+    def set_audio(self, subscription: Subscription, enabled: bool) -> None:
+        subscription.audio = enabled
+
     def listener_count(self, code: str) -> int:
         return sum(1 for sub in self._subs.get(code, ()) if sub.counted)
 
@@ -262,6 +297,9 @@ class InMemoryHub:
 
     def wanted_languages(self, code: str) -> frozenset[str]:
         return frozenset().union(*(sub.langs for sub in self._subs.get(code, ())))
+
+    def wanted_speech(self, code: str) -> frozenset[str]:
+        return frozenset().union(*(sub.langs for sub in self._subs.get(code, ()) if sub.audio))
 
     def drop(self, code: str) -> None:
         for sub in self._subs.pop(code, set()):
