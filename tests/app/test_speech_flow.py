@@ -1,0 +1,191 @@
+"""Spoken translation end to end: real server, real tiny.en, Apertium en->es, espeak-ng
+Spanish and the bundled Piper English voice, listeners with audio on and off."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+import websockets
+
+from tests.support import EVAL, ServerProcess, create_session, read_wav, stream_recording
+
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(shutil.which("apertium") is None, reason="Debian apertium not installed"),
+    pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="Debian espeak-ng not installed"),
+]
+
+CLIPS = [
+    EVAL / "asr_short" / "en" / "librispeech_test-clean_1221-135766-0001.wav",
+    EVAL / "asr_short" / "en" / "librispeech_test-clean_1089-134686-0001.wav",
+]
+
+
+@dataclass
+class Heard:
+    """What one listener socket received: JSON events, and audio headers each paired with
+    the binary message that followed it."""
+
+    events: list[dict[str, object]] = field(default_factory=list)
+    audio: list[tuple[dict[str, object], bytes]] = field(default_factory=list)
+    stray_binary: int = 0
+
+    def finals(self, lang: str) -> dict[int, str]:
+        return {
+            int(e["segment"]): str(e["text"])  # type: ignore[call-overload]
+            for e in self.events
+            if e.get("type") == "caption" and e.get("state") == "final" and e.get("lang") == lang
+        }
+
+    def spoken_segments(self) -> set[int]:
+        return {int(h["segment"]) for h, _ in self.audio if h["last"]}  # type: ignore[call-overload]
+
+
+async def _listen(url: str, heard: Heard, stop: asyncio.Event) -> None:
+    header: dict[str, object] | None = None
+    async with websockets.connect(url, max_size=2**22) as ws:
+        while not stop.is_set():
+            try:
+                message = await asyncio.wait_for(ws.recv(), 0.3)
+            except TimeoutError:
+                continue
+            if isinstance(message, bytes):
+                if header is None:
+                    heard.stray_binary += 1
+                else:
+                    heard.audio.append((header, message))
+                header = None
+                continue
+            event = json.loads(message)
+            heard.events.append(event)
+            header = event if event.get("type") == "audio" else None
+
+
+def _recording() -> tuple[bytes, int]:
+    parts = []
+    rate = 16000
+    for clip in CLIPS:
+        pcm, rate = read_wav(clip)
+        parts.append(pcm + b"\x00\x00" * (rate // 2))
+    return b"".join(parts), rate
+
+
+def _speech_pieces(server: ServerProcess) -> dict[str, float]:
+    text = httpx.get(f"{server.url}/metrics").text
+    return {
+        m.group(1): float(m.group(2))
+        for m in re.finditer(r'^interp_speech_pieces_total\{lang="(\w+)"\} (\S+)$', text, re.M)
+    }
+
+
+async def test_audio_listeners_hear_every_final_and_others_get_none(
+    server: ServerProcess,
+) -> None:
+    session = create_session(server.url, target_languages=["es"])
+    base = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
+    spanish_audio, spanish_text, english_audio = Heard(), Heard(), Heard()
+    stop = asyncio.Event()
+    before = _speech_pieces(server)
+    tasks = [
+        asyncio.create_task(_listen(f"{base}?lang=es&audio=1", spanish_audio, stop)),
+        asyncio.create_task(_listen(f"{base}?lang=es&audio=0", spanish_text, stop)),
+        asyncio.create_task(_listen(f"{base}?lang=en&audio=1", english_audio, stop)),
+    ]
+    await asyncio.sleep(0.8)
+    pcm, rate = _recording()
+    run = await stream_recording(server.url, pcm, rate, speed=1.0, session=session)
+    source = {int(e["segment"]) for e in run.finals() if e["source"] and e["text"]}  # type: ignore[call-overload]
+    assert len(source) >= 2, run.finals()
+
+    async def complete() -> None:
+        while not (
+            spanish_audio.spoken_segments() >= source and english_audio.spoken_segments() >= source
+        ):
+            await asyncio.sleep(0.1)
+
+    await asyncio.wait_for(complete(), 30)
+    await asyncio.sleep(0.5)
+    stop.set()
+    await asyncio.gather(*tasks)
+
+    for heard, lang, voice_rate in ((spanish_audio, "es", 22050), (english_audio, "en", 22050)):
+        assert heard.stray_binary == 0
+        finals = heard.finals(lang)
+        assert set(finals) >= source
+        for header, pcm_bytes in heard.audio:
+            assert header["lang"] == lang and header["encoding"] == "pcm_s16le"
+            assert header["sample_rate"] == voice_rate
+            assert int(header["seq"]) > 0  # type: ignore[call-overload]
+            assert len(pcm_bytes) % 2 == 0 and len(pcm_bytes) > 0.2 * voice_rate * 2
+            assert header["skipped"] == 0  # real time: the voice keeps up without skipping
+        # Each final's spoken text is that final, in order.
+        for segment in sorted(source):
+            said = " ".join(str(h["text"]) for h, _ in heard.audio if h["segment"] == segment)
+            assert said.split() == finals[segment].split()
+    # The listener with audio off got captions only: no header, no binary.
+    assert spanish_text.finals("es") == spanish_audio.finals("es")
+    assert not spanish_text.audio and spanish_text.stray_binary == 0
+    assert not any(e.get("type") == "audio" for e in spanish_text.events)
+    # Spoken once per language, not once per listener.
+    after = _speech_pieces(server)
+    assert after["es"] - before.get("es", 0) == len(spanish_audio.audio)
+
+
+async def test_nothing_is_spoken_when_no_listener_has_audio_on(server: ServerProcess) -> None:
+    session = create_session(server.url, target_languages=["es"])
+    url = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}?lang=es"
+    heard = Heard()
+    stop = asyncio.Event()
+    before = _speech_pieces(server)
+    task = asyncio.create_task(_listen(url, heard, stop))
+    await asyncio.sleep(0.5)
+    pcm, rate = read_wav(CLIPS[1])
+    await stream_recording(server.url, pcm, rate, speed=4.0, session=session)
+    await asyncio.sleep(1.0)
+    stop.set()
+    await task
+    assert heard.finals("es"), "the listener got no Spanish finals"
+    assert not heard.audio
+    assert _speech_pieces(server) == before
+
+
+async def test_audio_can_be_switched_on_without_reconnecting(server: ServerProcess) -> None:
+    session = create_session(server.url, target_languages=["es"])
+    url = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}?lang=es"
+    async with websockets.connect(url, max_size=2**22) as ws:
+        await ws.send(json.dumps({"type": "audio", "enabled": True}))
+        await asyncio.sleep(0.3)
+        pcm, rate = read_wav(CLIPS[1])
+        streamer = asyncio.create_task(
+            stream_recording(server.url, pcm, rate, speed=2.0, session=session)
+        )
+        got_header = got_binary = False
+        async with asyncio.timeout(60):
+            while not (got_header and got_binary):
+                message = await ws.recv()
+                if isinstance(message, bytes):
+                    got_binary = got_header
+                elif json.loads(message).get("type") == "audio":
+                    got_header = True
+        await streamer
+        await ws.send(json.dumps({"type": "audio", "enabled": "yes"}))
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            while True:
+                await ws.recv()
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1003
+
+
+async def test_bad_audio_parameter_is_refused(server: ServerProcess) -> None:
+    session = create_session(server.url)
+    url = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}?audio=yes"
+    async with websockets.connect(url) as ws:
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await ws.recv()
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1003 and "audio" in closed.value.rcvd.reason
