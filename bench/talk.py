@@ -1,0 +1,275 @@
+"""``python -m bench talk``: turn latency of a two-way conversation (traveller mode).
+
+One session offering English and Spanish, as the /talk page makes it; two listener sockets
+(``lang=en`` and ``lang=es``, audio on), as the phone opens. Turns alternate between English
+and Spanish FLEURS clips (real recordings with human transcripts), each streamed in real time
+as one presenter stream that stops when the clip ends (the speaker taps "done" as they stop).
+
+Per turn, from the **end of speech** (the last voiced 30 ms frame of the clip, by energy, mapped
+to when that audio was sent):
+
+- *translation shown*: arrival of the turn's last final translation (the whole turn readable
+  in the other language);
+- *audio starts*: arrival of the first spoken-translation chunk of the turn's last segment (a
+  long turn's earlier sentences may be spoken before the speaker stops: that would not be the
+  answer to "when does the phone start speaking after I stop").
+
+Goals (issue 10): translation shown <= 1.5 s and audio starting <= 2.0 s after the speaker
+stops (p50). ``--detect`` streams with ``"language": "auto"`` instead of the side's language.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import websockets
+
+from bench.metrics import distribution
+from bench.recordings import EVAL_LONGFORM_EN
+from bench.report import machine_info
+from bench.server import ServerProcess
+from engine.language_id import FRAME
+
+RESULTS = Path(__file__).resolve().parent / "results"
+FLEURS = EVAL_LONGFORM_EN.parent.parent / "fleurs_st"
+CHUNK_S = 0.1
+GOALS = {"translation_shown_s": 1.5, "audio_start_s": 2.0}
+
+
+def _clips(lang: str, count: int) -> list[Path]:
+    rows = [json.loads(line) for line in (FLEURS / "manifest.jsonl").open(encoding="utf-8")]
+    return [FLEURS / r["audio"] for r in rows if r["lang"] == lang][:count]
+
+
+def _read(path: Path) -> tuple[bytes, int]:
+    import wave
+
+    with wave.open(str(path), "rb") as reader:
+        return reader.readframes(reader.getnframes()), reader.getframerate()
+
+
+def speech_end(pcm: bytes, rate: int) -> float:
+    """Seconds into the clip where its last voiced frame ends (energy, as engine/language_id)."""
+    audio = np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
+    frame = FRAME * rate // 16000
+    frames = len(audio) // frame
+    rms = np.sqrt(np.mean(audio[: frames * frame].reshape(frames, frame) ** 2, axis=1))
+    voiced = np.nonzero(rms > max(0.01, 0.1 * float(rms.max())))[0]
+    return float((voiced[-1] + 1) * frame / rate) if voiced.size else len(audio) / rate
+
+
+class Phone:
+    """The two listener sockets of the /talk page, recording arrivals."""
+
+    def __init__(self) -> None:
+        self.finals: list[tuple[float, dict[str, Any]]] = []
+        self.audio: list[tuple[float, dict[str, Any]]] = []
+
+    async def listen(self, url: str, stop: asyncio.Event) -> None:
+        async with websockets.connect(url, max_size=2**24) as ws:
+            while not stop.is_set():
+                try:
+                    message = await asyncio.wait_for(ws.recv(), 0.25)
+                except TimeoutError:
+                    continue
+                if isinstance(message, bytes):
+                    continue
+                now = time.monotonic()
+                event = json.loads(message)
+                if event.get("type") == "audio":
+                    self.audio.append((now, event))
+                elif event.get("type") == "caption" and event.get("state") == "final":
+                    self.finals.append((now, event))
+
+
+async def _turn(
+    base_url: str, session: dict[str, Any], wav: Path, language: str, seen: set[int]
+) -> tuple[float, set[int], str | None]:
+    """Stream one clip in real time, then stop; (speech end wall time, the turn's source
+    segments, the language they were recognised in). The presenter socket first replays
+    earlier turns' finals, whose segments are in ``seen``."""
+    pcm, rate = _read(wav)
+    end_offset = speech_end(pcm, rate)
+    url = base_url.replace("http://", "ws://") + f"/ws/present/{session['code']}"
+    step = int(rate * CHUNK_S) * 2
+    segments: set[int] = set()
+    langs: set[str] = set()
+    async with websockets.connect(url) as ws:
+        start = {
+            "type": "start",
+            "token": session["presenter_token"],
+            "sample_rate": rate,
+            "encoding": "pcm_s16le",
+            "language": language,
+        }
+        await ws.send(json.dumps(start))
+        assert json.loads(await ws.recv())["type"] == "ready"
+        t0 = time.monotonic()
+        for index, offset in enumerate(range(0, len(pcm), step)):
+            delay = t0 + (index + 1) * CHUNK_S - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await ws.send(pcm[offset : offset + step])
+        await ws.send(json.dumps({"type": "stop"}))
+        async for message in ws:
+            event = json.loads(message)
+            if event.get("type") != "caption" or not event.get("source"):
+                continue
+            segment = int(event["segment"])
+            if event["state"] == "final" and segment not in seen and event["text"]:
+                segments.add(segment)
+                langs.add(event["lang"])
+    seen.update(segments)
+    return t0 + end_offset, segments, (langs.pop() if len(langs) == 1 else None)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    server = ServerProcess(args.out / "server-talk.log", env={"INTERP_SESSION_RATE": "0"})
+    handle = await server.start(args.ready_timeout)
+    turns: list[dict[str, Any]] = []
+    try:
+        async with httpx.AsyncClient(base_url=handle.base_url, timeout=30) as client:
+            response = await client.post(
+                "/api/sessions",
+                json={"title": "talk bench", "source_language": "en", "target_languages": ["es"]},
+            )
+            response.raise_for_status()
+            session: dict[str, Any] = response.json()
+        phone = Phone()
+        stop = asyncio.Event()
+        base = handle.base_url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
+        tasks = [
+            asyncio.create_task(phone.listen(f"{base}?lang={lang}&audio=1", stop))
+            for lang in ("en", "es")
+        ]
+        await asyncio.sleep(1.0)
+        english, spanish = _clips("en", args.turns), _clips("es", args.turns)
+        plan = [clip for pair in zip(english, spanish, strict=False) for clip in pair]
+        seen: set[int] = set()
+        for wav in plan:
+            side = wav.parent.name
+            spoken_at, segments, lang = await _turn(
+                handle.base_url, session, wav, "auto" if args.detect else side, seen
+            )
+            other = "es" if side == "en" else "en"
+            await asyncio.sleep(args.gap)  # the partner reads and listens
+            translated = [
+                at
+                for at, e in phone.finals
+                if not e["source"] and e["lang"] == other and int(e["segment"]) in segments
+            ]
+            last = max(segments) if segments else None
+            audio = [at for at, h in phone.audio if h["lang"] == other and h["segment"] == last]
+            turns.append(
+                {
+                    "clip": wav.stem,
+                    "side": side,
+                    "detected": lang,
+                    "segments": len(segments),
+                    "translation_shown_s": round(max(translated) - spoken_at, 3)
+                    if translated and len(translated) >= len(segments)
+                    else None,
+                    "audio_start_s": round(min(audio) - spoken_at, 3) if audio else None,
+                }
+            )
+        stop.set()
+        await asyncio.gather(*tasks)
+    finally:
+        await server.stop()
+    summary: dict[str, Any] = {}
+    for key in GOALS:
+        for side in ("en", "es", "all"):
+            values = [t[key] for t in turns if side in ("all", t["side"]) and t[key] is not None]
+            d = distribution(values)
+            summary[f"{key}:{side}"] = {
+                "count": d.count,
+                "p50": None if d.p50 is None else round(d.p50, 3),
+                "p95": None if d.p95 is None else round(d.p95, 3),
+            }
+    detected_right = sum(1 for t in turns if t["detected"] == t["side"])
+    return {
+        "turns": turns,
+        "summary": summary,
+        "detection": {"right": detected_right, "turns": len(turns)},
+        "detect": args.detect,
+    }
+
+
+def markdown(report: dict[str, Any], command: str) -> str:
+    lines = [
+        "# Traveller mode: turn latency",
+        "",
+        f"Command: `{command}`. From the end of speech to the turn's translation shown and to "
+        "the first audio of its last segment (bench/talk.py docstring). Turns alternate English "
+        "and Spanish FLEURS clips, streamed in real time; "
+        + ("language detected (`auto`)." if report["detect"] else "language given per side."),
+        "",
+        "| turns | translation shown p50 / p95 s | audio starts p50 / p95 s |",
+        "|---|---|---|",
+    ]
+    s = report["summary"]
+    for side, label in (("en", "English -> Spanish"), ("es", "Spanish -> English"), ("all", "all")):
+        t, a = s[f"translation_shown_s:{side}"], s[f"audio_start_s:{side}"]
+        lines.append(
+            f"| {label} (n={t['count']}) | {t['p50']} / {t['p95']} | {a['p50']} / {a['p95']} |"
+        )
+    d = report["detection"]
+    lines += [
+        "",
+        f"Language {'detection' if report['detect'] else 'given'}: {d['right']} of {d['turns']} "
+        "turns recognised in the speaker's language.",
+        "",
+        "| clip | side | detected | segments | translation shown s | audio starts s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in report["turns"]:
+        lines.append(
+            f"| {t['clip']} | {t['side']} | {t['detected']} | {t['segments']} | "
+            f"{t['translation_shown_s']} | {t['audio_start_s']} |"
+        )
+    lines += ["", "## Goals", ""]
+    for key, goal in GOALS.items():
+        p50 = s[f"{key}:all"]["p50"]
+        met = p50 is not None and p50 <= goal
+        lines.append(f"- {key} p50 {p50} s (goal <= {goal} s): {'met' if met else 'NOT met'}")
+    m = report["machine"]
+    lines += [
+        "",
+        f"Machine: {m['cpu_model']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
+        f"load average at the end: {' / '.join(str(x) for x in m['load_average_1_5_15m'])}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench talk", description=__doc__)
+    parser.add_argument("--turns", type=int, default=5, help="clips per language")
+    parser.add_argument("--detect", action="store_true", help='stream with "language": "auto"')
+    parser.add_argument("--gap", type=float, default=3.0, help="seconds between turns")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--ready-timeout", type=float, default=180.0)
+    args = parser.parse_args(argv)
+    words = list(argv if argv is not None else sys.argv[2:])
+    command = " ".join(["python -m bench talk", *words])
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = asyncio.run(run(args))
+    report["machine"] = machine_info()
+    name = "talk-detect" if args.detect else "talk"
+    (args.out / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    text = markdown(report, command)
+    (args.out / f"{name}.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

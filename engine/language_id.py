@@ -1,0 +1,147 @@
+"""A stream in whichever of a few languages is spoken (a traveller's conversation on one phone).
+
+:class:`DetectingRecognizer` stands in for a :class:`~engine.recognizer.StreamingRecognizer`
+whose language is not known yet: it holds the stream's first audio until it has heard
+``min_speech_s`` of speech (or the stream stops, or ``max_wait_s`` passed), asks Whisper's
+language identification which of the ``candidates`` it is (restricted to them: the other 97
+languages Whisper knows are ignored), then hands all the held audio to a recogniser in that
+language and delegates to it from then on. Captions therefore start about ``min_speech_s``
+later than on a stream whose language was given; finals are unaffected.
+
+Speech is told from silence by frame energy relative to the loudest frame, so a speaker who
+taps and waits before talking does not get their language guessed from silence.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from engine.audio import SAMPLE_RATE
+from engine.events import Caption
+from engine.recognizer import StreamingRecognizer
+
+log = logging.getLogger(__name__)
+
+Samples = np.ndarray
+FRAME = SAMPLE_RATE * 30 // 1000
+
+
+class LanguageIdentifier(Protocol):
+    def identify(self, audio: Samples, candidates: Sequence[str]) -> dict[str, float]:
+        """Probability of each candidate language for ``audio`` (16 kHz mono float32);
+        blocking: run it in the ASR pool."""
+        ...
+
+
+def speech_start(audio: Samples, floor: float = 0.01, relative: float = 0.1) -> tuple[int, float]:
+    """(sample where speech starts, seconds of speech) by 30 ms frame energy: a frame is
+    speech when its RMS is over ``floor`` and over ``relative`` times the loudest frame's."""
+    frames = len(audio) // FRAME
+    if frames == 0:
+        return 0, 0.0
+    rms = np.sqrt(np.mean(audio[: frames * FRAME].reshape(frames, FRAME) ** 2, axis=1))
+    voiced = rms > max(floor, relative * float(rms.max()))
+    if not voiced.any():
+        return len(audio), 0.0
+    first = int(np.argmax(voiced))
+    return first * FRAME, float(voiced.sum()) * FRAME / SAMPLE_RATE
+
+
+class DetectingRecognizer:
+    """Detect the language, then recognise in it (module docstring)."""
+
+    def __init__(
+        self,
+        candidates: Sequence[str],
+        identify: Callable[[Samples, Sequence[str]], Awaitable[dict[str, float]]],
+        make: Callable[[str], StreamingRecognizer],
+        *,
+        start_time: float = 0.0,
+        min_speech_s: float = 1.5,
+        max_wait_s: float = 6.0,
+    ) -> None:
+        if len(candidates) < 2:
+            raise ValueError("language detection needs at least two candidate languages")
+        self.candidates = tuple(candidates)
+        self._identify = identify
+        self._make = make
+        self._start_time = start_time
+        self.min_speech_s = min_speech_s
+        self.max_wait_s = max_wait_s
+        self._held: list[Samples] = []
+        self._held_samples = 0
+        self._inner: StreamingRecognizer | None = None
+        self.language: str | None = None
+        self.probabilities: dict[str, float] = {}
+
+    # -- the StreamingRecognizer surface PresenterStream and Session use ------------------
+
+    @property
+    def received_until(self) -> float:
+        if self._inner is not None:
+            return self._inner.received_until
+        return self._start_time + self._held_samples / SAMPLE_RATE
+
+    @property
+    def backlog(self) -> float:
+        if self._inner is not None:
+            return self._inner.backlog
+        return self._held_samples / SAMPLE_RATE
+
+    @property
+    def context(self) -> str:
+        return self._inner.context if self._inner is not None else ""
+
+    @property
+    def skipped_drafts(self) -> int:
+        return self._inner.skipped_drafts if self._inner is not None else 0
+
+    def take_final_audio(self, segment: int) -> Samples | None:
+        return self._inner.take_final_audio(segment) if self._inner is not None else None
+
+    def push(self, samples: Samples) -> None:
+        if self._inner is not None:
+            self._inner.push(samples)
+        else:
+            self._held.append(samples)
+            self._held_samples += len(samples)
+
+    async def step(self, *, draft: bool = True) -> list[Caption]:
+        if self._inner is None and not await self._try_detect(final=False):
+            return []
+        assert self._inner is not None
+        return await self._inner.step(draft=draft)
+
+    async def finish(self) -> list[Caption]:
+        if self._inner is None and not await self._try_detect(final=True):
+            return []
+        assert self._inner is not None
+        return await self._inner.finish()
+
+    # -- detection ------------------------------------------------------------------------
+
+    async def _try_detect(self, *, final: bool) -> bool:
+        if not self._held:
+            return False
+        audio = np.concatenate(self._held)
+        start, speech = speech_start(audio)
+        waited = len(audio) / SAMPLE_RATE
+        if speech == 0.0:
+            if not final:  # only silence yet: keep a short lead-in, not a growing buffer
+                keep = audio[-SAMPLE_RATE // 2 :]
+                self._start_time += (len(audio) - len(keep)) / SAMPLE_RATE
+                self._held, self._held_samples = [keep], len(keep)
+            return False  # (at the end: nothing was said, nothing to recognise)
+        if not final and speech < self.min_speech_s and waited < self.max_wait_s:
+            return False
+        self.probabilities = await self._identify(audio[start:], self.candidates)
+        self.language = max(self.candidates, key=lambda c: self.probabilities.get(c, 0.0))
+        log.info("detected %s (%s)", self.language, self.probabilities)
+        self._inner = self._make(self.language)
+        self._inner.push(audio)
+        self._held.clear()
+        return True

@@ -1,0 +1,118 @@
+"""Detecting which of a session's languages is spoken: the held-audio logic with a fake
+identifier, and Whisper base's identification restricted to two languages on real clips."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from engine.audio import SAMPLE_RATE
+from engine.language_id import DetectingRecognizer, speech_start
+from tests.support import EVAL, read_wav
+
+
+class FakeRecognizer:
+    def __init__(self, language: str) -> None:
+        self.language = language
+        self.pushed = 0
+        self.context = ""
+        self.skipped_drafts = 0
+        self.backlog = 0.0
+        self.received_until = 0.0
+
+    def push(self, samples: np.ndarray) -> None:
+        self.pushed += len(samples)
+
+    async def step(self, *, draft: bool = True) -> list[object]:
+        return [f"{self.language}:{self.pushed}"]
+
+    async def finish(self) -> list[object]:
+        return [f"final {self.language}:{self.pushed}"]
+
+    def take_final_audio(self, segment: int) -> None:
+        return None
+
+
+def _tone(seconds: float, level: float = 0.3) -> np.ndarray:
+    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
+    return (level * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+
+
+def _silence(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * SAMPLE_RATE), np.float32)
+
+
+def test_speech_start_skips_leading_silence() -> None:
+    audio = np.concatenate([_silence(1.0), _tone(2.0)])
+    start, speech = speech_start(audio)
+    assert abs(start / SAMPLE_RATE - 1.0) < 0.05
+    assert abs(speech - 2.0) < 0.05
+    assert speech_start(_silence(1.0)) == (SAMPLE_RATE, 0.0)
+
+
+async def test_holds_audio_until_enough_speech_then_hands_everything_over() -> None:
+    asked: list[tuple[int, tuple[str, ...]]] = []
+    made: list[FakeRecognizer] = []
+
+    async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
+        asked.append((len(audio), tuple(among)))
+        return {"en": 0.2, "es": 0.8}
+
+    def make(language: str) -> FakeRecognizer:
+        made.append(FakeRecognizer(language))
+        return made[-1]
+
+    detector = DetectingRecognizer(("en", "es"), identify, make, min_speech_s=1.5)  # type: ignore[arg-type]
+    detector.push(_silence(3.0))
+    assert await detector.step() == []
+    assert detector.received_until == pytest.approx(3.0)  # silence dropped, time kept
+    detector.push(_tone(1.0))
+    assert await detector.step() == [] and not asked  # 1 s of speech: not enough yet
+    detector.push(_tone(1.0))
+    events = await detector.step()
+    assert detector.language == "es" and len(made) == 1
+    # The identifier heard speech only; the recogniser got the lead-in and all speech.
+    assert asked[0][1] == ("en", "es")
+    assert 0 <= asked[0][0] - 2 * SAMPLE_RATE < SAMPLE_RATE * 30 // 1000  # within a frame
+    assert events == [f"es:{int(2.5 * SAMPLE_RATE)}"]
+    detector.push(_tone(0.5))
+    assert await detector.finish() == [f"final es:{3 * SAMPLE_RATE}"]
+
+
+async def test_a_short_turn_is_detected_when_it_stops() -> None:
+    async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
+        return {"en": 0.9, "es": 0.1}
+
+    detector = DetectingRecognizer(("en", "es"), identify, FakeRecognizer)  # type: ignore[arg-type]
+    detector.push(_tone(0.8))
+    assert await detector.step() == []
+    assert await detector.finish() == [f"final en:{int(0.8 * SAMPLE_RATE)}"]
+    silent = DetectingRecognizer(("en", "es"), identify, FakeRecognizer)  # type: ignore[arg-type]
+    silent.push(_silence(2.0))
+    assert await silent.finish() == [] and silent.language is None
+
+
+def _clip(lang: str) -> np.ndarray:
+    rows = [json.loads(line) for line in (EVAL / "asr_short" / "manifest.jsonl").open()]
+    row = next(r for r in rows if r["lang"] == lang)
+    pcm, rate = read_wav(EVAL / "asr_short" / row["audio"])
+    assert rate == SAMPLE_RATE
+    return np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("lang", "other"), [("en", "es"), ("es", "en"), ("de", "en"), ("fr", "es")]
+)
+def test_whisper_base_identifies_the_spoken_one_of_two(lang: str, other: str) -> None:
+    from models.catalog import resolve_whisper
+    from models.whisper import FasterWhisperTranscriber
+
+    model = FasterWhisperTranscriber(resolve_whisper("base"))
+    audio = _clip(lang)[: 3 * SAMPLE_RATE]  # the first seconds, as a live turn would
+    scores = model.identify(audio, (other, lang))
+    assert max(scores, key=scores.__getitem__) == lang, scores
+    assert abs(sum(scores.values()) - 1.0) < 1e-6
