@@ -1,0 +1,377 @@
+"""``python -m bench speech``: spoken translation, measured.
+
+1. **Synthesis real-time factor per voice**: each voice speaks human translations from
+   FLEURS (``eng_Latn`` for English, ``spa_Latn`` for Spanish, ...) in process; seconds of
+   synthesis per second of audio, and the time to the first piece (what a listener waits).
+2. **Through the real server**: a presenter replays a long-form recording in real time into a
+   session offering Spanish; one listener per spoken language with ``audio=1`` records when
+   each final caption and each audio chunk arrived. Reported per language:
+
+   - *first audio*: from the arrival of a segment's final caption (in that language) to the
+     arrival of its first audio chunk. The goal (p50 <= 0.4 s) is on segments whose voice was
+     idle; segments that waited for the previous sentence to finish playing are reported too.
+   - *lag behind the speaker*: the listener plays chunks in order, each as soon as it arrived
+     and the previous one ended; a chunk's lag is when it ends playing minus when the speaker
+     finished saying that segment (replay start + the caption's ``end`` in session audio).
+     It adds up recognition, translation and speech. The *speech stage's own lag* is when a
+     chunk ends playing minus when its final translation arrived: the part the pace keeping
+     bounds. "Bounded" means the stage's lag stays under ``PaceConfig.bound_s`` plus one
+     sentence (8 s) over the whole replay and the total lag does not grow (last third of the
+     replay no worse than the first third plus that bound).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+
+from bench.metrics import distribution, percentile
+from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
+from bench.replay import present
+from bench.report import machine_info
+from bench.server import ServerProcess
+from engine.speech import PaceConfig, speech_pieces
+from models.voices import VoiceBank, voice_plan
+
+RESULTS = Path(__file__).resolve().parent / "results"
+FLEURS = EVAL_LONGFORM_EN.parent.parent / "fleurs_st" / "manifest.jsonl"
+DEFAULT_RECORDING = "librivox_shakespeare_sonnets_001-003_concat"
+ENGLISH_VOICE_RECORDING = EVAL_LONGFORM_EN.parent / "de" / "librivox_de_simplicissimus.wav"
+"""German speech translated into English (Whisper translate): the route that exercises the
+bundled Piper voice through the server."""
+VOICE_TEXTS = {"en": ("eng_Latn", "en"), "es": ("spa_Latn", "es"), "de": ("deu_Latn", "de")}
+"""Voice language -> (FLEURS translation key, FLEURS source language to leave out)."""
+FIRST_AUDIO_GOAL_S = 0.4
+
+
+@dataclass
+class ListenerLog:
+    lang: str
+    finals: dict[int, float] = field(default_factory=dict)
+    """Segment -> arrival of its final caption in ``lang``."""
+    caption_end: dict[int, float] = field(default_factory=dict)
+    """Segment -> end of the segment in session audio seconds (from the source caption)."""
+    chunks: list[tuple[float, dict[str, Any], int]] = field(default_factory=list)
+    """(arrival, audio header, PCM bytes) per audio chunk."""
+
+
+async def _listen(url: str, log: ListenerLog, stop: asyncio.Event) -> None:
+    header: dict[str, Any] | None = None
+    async with websockets.connect(url, max_size=2**24) as ws:
+        while not stop.is_set():
+            try:
+                message = await asyncio.wait_for(ws.recv(), 0.25)
+            except TimeoutError:
+                continue
+            now = time.monotonic()
+            if isinstance(message, bytes):
+                if header is not None:
+                    log.chunks.append((now, header, len(message)))
+                header = None
+                continue
+            event = json.loads(message)
+            header = event if event.get("type") == "audio" else None
+            if event.get("type") == "caption" and event.get("state") == "final":
+                segment = int(event["segment"])
+                if event.get("source"):
+                    log.caption_end[segment] = float(event["end"])
+                if event.get("lang") == log.lang:
+                    log.finals.setdefault(segment, now)
+
+
+def voice_rtf(langs: Sequence[str], sentences: int) -> list[dict[str, Any]]:
+    """Synthesis speed of each language's voice on human translations."""
+    rows = [json.loads(line) for line in FLEURS.open(encoding="utf-8")]
+    bank = VoiceBank(voice_plan({}))
+    results = []
+    for lang in langs:
+        voice = bank.load(lang)
+        if voice is None or lang not in VOICE_TEXTS:
+            continue
+        key, skip = VOICE_TEXTS[lang]
+        texts = [r["translations"][key] for r in rows if r["lang"] != skip][:sentences]
+        voice.synthesize("Warm up.")
+        rtfs, firsts = [], []
+        audio_total = synth_total = 0.0
+        for text in texts:
+            pieces = [p for sentence in speech_pieces(text) for p in sentence]
+            for index, piece in enumerate(pieces):
+                started = time.perf_counter()
+                pcm = voice.synthesize(piece)
+                took = time.perf_counter() - started
+                seconds = len(pcm) / 2 / voice.sample_rate
+                audio_total += seconds
+                synth_total += took
+                rtfs.append(took / max(seconds, 1e-6))
+                if index == 0:
+                    firsts.append(took)
+        results.append(
+            {
+                "lang": lang,
+                "voice": voice.name,
+                "sentences": len(texts),
+                "audio_seconds": round(audio_total, 1),
+                "rtf_overall": round(synth_total / audio_total, 3),
+                "rtf_piece": _dist(rtfs, 3),
+                "first_piece_seconds": _dist(firsts, 3),
+            }
+        )
+    return results
+
+
+def _dist(values: Sequence[float], digits: int = 3) -> dict[str, Any]:
+    d = distribution(values)
+    return {
+        "count": d.count,
+        "p50": None if d.p50 is None else round(d.p50, digits),
+        "p95": None if d.p95 is None else round(d.p95, digits),
+        "max": None if d.max is None else round(d.max, digits),
+    }
+
+
+def analyse(log: ListenerLog, replay_start: float, bound_s: float) -> dict[str, Any]:
+    """First-audio latency and playback lag for one listener (module docstring)."""
+    first: dict[int, float] = {}
+    for arrival, header, _size in log.chunks:
+        first.setdefault(int(header["segment"]), arrival)
+    idle, waited = [], []
+    play_end = 0.0
+    lags: list[tuple[float, float]] = []  # (arrival, lag)
+    stage_lags: list[float] = []
+    skipped = 0
+    busy_until: dict[int, float] = {}
+    for arrival, header, size in log.chunks:
+        segment = int(header["segment"])
+        skipped += int(header.get("skipped", 0))
+        busy_until.setdefault(segment, play_end)
+        start = max(arrival, play_end)
+        play_end = start + size / 2 / int(header["sample_rate"])
+        end = log.caption_end.get(segment)
+        if end is not None:
+            lags.append((arrival, play_end - (replay_start + end)))
+        final_at = log.finals.get(segment)
+        if final_at is not None:
+            stage_lags.append(play_end - final_at)
+    for segment, at in first.items():
+        final_at = log.finals.get(segment)
+        if final_at is None:
+            continue
+        (idle if busy_until.get(segment, 0.0) <= final_at else waited).append(at - final_at)
+    spoken = set(first)
+    finals = set(log.finals)
+    third = len(lags) // 3 or 1
+    lag_values = [lag for _, lag in lags]
+    return {
+        "lang": log.lang,
+        "finals": len(finals),
+        "finals_spoken": len(finals & spoken),
+        "chunks": len(log.chunks),
+        "skipped_pieces": skipped,
+        "audio_seconds": round(sum(s / 2 / int(h["sample_rate"]) for _, h, s in log.chunks), 1),
+        "first_audio_idle_s": _dist(idle),
+        "first_audio_waited_s": _dist(waited),
+        "first_audio_all_s": _dist(idle + waited),
+        "lag_s": _dist(lag_values, 2),
+        "speech_stage_lag_s": _dist(stage_lags, 2),
+        "lag_first_third_max_s": round(max(lag_values[:third]), 2) if lags else None,
+        "lag_last_third_max_s": round(max(lag_values[-third:]), 2) if lags else None,
+        "lag_last_third_p50_s": round(percentile(lag_values[-third:], 50), 2) if lags else None,
+        "bound_s": bound_s,
+    }
+
+
+async def server_run(
+    wav: Path, source: str, langs: Sequence[str], log_dir: Path, ready_timeout: float
+) -> tuple[list[dict[str, Any]], float]:
+    """Replay ``wav`` (spoken ``source``) in real time to a session offering ``langs``, one
+    audio listener per language."""
+    recording = load_recording(wav)
+    server = ServerProcess(
+        log_dir / f"server-speech-{source}.log", env={"INTERP_SESSION_RATE": "0"}
+    )
+    handle = await server.start(ready_timeout)
+    try:
+        async with httpx.AsyncClient(base_url=handle.base_url, timeout=30) as client:
+            response = await client.post(
+                "/api/sessions",
+                json={
+                    "title": "speech bench",
+                    "source_language": source,
+                    "target_languages": list(langs),
+                },
+            )
+            response.raise_for_status()
+            session = response.json()
+        base = handle.base_url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
+        logs = [ListenerLog(lang) for lang in langs]
+        stop = asyncio.Event()
+        tasks = [
+            asyncio.create_task(_listen(f"{base}?lang={log.lang}&audio=1", log, stop))
+            for log in logs
+        ]
+        await asyncio.sleep(1.0)
+        replay = await present(
+            handle.base_url, session, recording, language=source, mode="realtime"
+        )
+        # Audio time t was on the presenter's microphone at replay_start + t.
+        schedule = replay.schedule
+        replay_start = schedule.send_times[0] - schedule.chunk_end_samples[0] / schedule.sample_rate
+        await asyncio.sleep(PaceConfig().bound_s + 4.0)  # let the voices finish
+        stop.set()
+        await asyncio.gather(*tasks)
+    finally:
+        await server.stop()
+    bound = PaceConfig().bound_s
+    return [analyse(log, replay_start, bound) for log in logs], recording.duration
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    lines = [
+        "# Spoken translation",
+        "",
+        f"Command: `{report['command']}`",
+        "",
+        "## Synthesis speed per voice (FLEURS human translations, in process)",
+        "",
+        "| lang | voice | sentences | audio s | RTF overall | RTF p50 / p95 "
+        "| first piece p50 / p95 s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for v in report["voices"]:
+        lines.append(
+            f"| {v['lang']} | {v['voice']} | {v['sentences']} | {v['audio_seconds']} | "
+            f"{v['rtf_overall']} | {v['rtf_piece']['p50']} / {v['rtf_piece']['p95']} | "
+            f"{v['first_piece_seconds']['p50']} / {v['first_piece_seconds']['p95']} |"
+        )
+    for run in report.get("server", []):
+        lines += [
+            "",
+            f"## Through the server: `{run['recording']}` ({run['source']}, "
+            f"{run['duration_s']:.0f} s, real time)",
+            "",
+            "First audio: from the final caption's arrival to its first audio chunk's arrival "
+            "at the listener. Lag: when a chunk ends playing minus when the speaker finished "
+            "the segment.",
+            "",
+            "| lang | finals | spoken | skipped pieces | first audio, idle voice p50 / p95 s "
+            "| first audio, all p50 / p95 s | speech stage lag p50 / p95 / max s "
+            "| total lag p50 / p95 / max s | total lag max, first / last third s |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in run["listeners"]:
+            lines.append(
+                f"| {r['lang']} | {r['finals']} | {r['finals_spoken']} | {r['skipped_pieces']} | "
+                f"{r['first_audio_idle_s']['p50']} / {r['first_audio_idle_s']['p95']} "
+                f"(n={r['first_audio_idle_s']['count']}) | "
+                f"{r['first_audio_all_s']['p50']} / {r['first_audio_all_s']['p95']} | "
+                f"{r['speech_stage_lag_s']['p50']} / {r['speech_stage_lag_s']['p95']} / "
+                f"{r['speech_stage_lag_s']['max']} | "
+                f"{r['lag_s']['p50']} / {r['lag_s']['p95']} / {r['lag_s']['max']} | "
+                f"{r['lag_first_third_max_s']} / {r['lag_last_third_max_s']} |"
+            )
+    lines += ["", "## Goals", ""]
+    for name, goal in report["goals"].items():
+        lines.append(
+            f"- {name}: {goal['value']} (goal {goal['goal']}) — "
+            f"{'met' if goal['met'] else 'NOT met'}"
+        )
+    m = report["machine"]
+    lines += [
+        "",
+        f"Machine: {m['cpu_model']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
+        f"load average at the end (1/5/15 min): "
+        f"{' / '.join(str(x) for x in m['load_average_1_5_15m'])}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def goals(report: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    rows = [(run, r) for run in report.get("server", []) for r in run["listeners"]]
+    for run, r in rows:
+        p50 = r["first_audio_idle_s"]["p50"]
+        where = f"{run['source']}->{r['lang']}"
+        out[f"first audio p50, idle voice ({where})"] = {
+            "value": p50,
+            "goal": f"<= {FIRST_AUDIO_GOAL_S}",
+            "met": p50 is not None and p50 <= FIRST_AUDIO_GOAL_S,
+        }
+        last, first = r["lag_last_third_max_s"], r["lag_first_third_max_s"]
+        stage = r["speech_stage_lag_s"]["max"]
+        bounded = (
+            last is not None
+            and stage is not None
+            and stage <= r["bound_s"] + 8.0
+            and last <= first + r["bound_s"]
+        )
+        out[f"lag bounded over the replay ({where})"] = {
+            "value": f"speech stage max {stage} s; total max {r['lag_s']['max']} s, last third "
+            f"{last} s, first third {first} s",
+            "goal": f"stage <= {r['bound_s']} + 8 s; last third <= first third + {r['bound_s']} s",
+            "met": bounded,
+        }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench speech", description=__doc__)
+    parser.add_argument("--langs", nargs="+", default=["en", "es"], help="voices to time")
+    parser.add_argument(
+        "--targets", nargs="+", default=["es"], help="spoken languages of the English replay"
+    )
+    parser.add_argument(
+        "--english-voice-file",
+        default=str(ENGLISH_VOICE_RECORDING),
+        help="German recording replayed with an English audio listener, or 'none'",
+    )
+    parser.add_argument("--sentences", type=int, default=20)
+    parser.add_argument("--file", default=DEFAULT_RECORDING)
+    parser.add_argument("--no-server", action="store_true", help="only the in-process voice part")
+    parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--ready-timeout", type=float, default=180.0)
+    args = parser.parse_args(argv)
+    command = "python -m bench speech " + " ".join(argv if argv is not None else sys.argv[2:])
+    report: dict[str, Any] = {"command": command.strip()}
+    report["voices"] = voice_rtf(args.langs, args.sentences)
+    if not args.no_server:
+        (wav,) = resolve_wavs([args.file], args.eval_dir)
+        runs = [(wav, "en", args.targets)]
+        if args.english_voice_file.lower() != "none":
+            runs.append((Path(args.english_voice_file), "de", ["en"]))
+        report["server"] = []
+        for path, source, targets in runs:
+            listeners, duration = asyncio.run(
+                server_run(path, source, targets, args.out, args.ready_timeout)
+            )
+            report["server"].append(
+                {
+                    "recording": path.stem,
+                    "source": source,
+                    "duration_s": duration,
+                    "listeners": listeners,
+                }
+            )
+    report["goals"] = goals(report)
+    report["machine"] = machine_info()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "speech.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    markdown = report_markdown(report)
+    (args.out / "speech.md").write_text(markdown, encoding="utf-8")
+    print(markdown)
+    print(f"wrote {args.out / 'speech.json'} and {args.out / 'speech.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
