@@ -191,9 +191,10 @@ async def set_glossary(request: Request) -> Response:
                 422, f"terms and translations are strings of 1-{MAX_TERM_CHARS} characters"
             )
         glossary[languages.normalise(lang)] = {k.strip(): v.strip() for k, v in terms.items()}
-    if session.translator is None:
+    if not session.translators:
         return error(409, "this session offers no translation")
-    session.translator.set_glossary(glossary)
+    for translator in session.translators.values():
+        translator.set_glossary(glossary)
     session.glossary = glossary
     return JSONResponse({"code": session.code, "glossary": glossary})
 
@@ -231,7 +232,8 @@ async def get_transcript(request: Request) -> Response:
         return error(400, f"language must be one of {', '.join(offered)}")
     lang = languages.normalise(lang)
     finals = await services.pipeline.store_pool.run(services.store.finals, session.code, lang)
-    finals = [c for c in finals if c.source == (lang == record.source_language)]
+    # Everything said in ``lang``: recognised in it, or translated into it (in a two-way
+    # conversation both happen, turn by turn; a segment is never both).
     body, media_type = transcript.render(finals, fmt)
     filename = f"{session.code}-{lang}.{fmt}"
     return Response(

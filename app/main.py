@@ -25,6 +25,7 @@ from app.present import present_endpoint
 from app.security import SecurityHeaders
 from app.services import Services, TranscriberFactory, build_services, load_models, whisper_factory
 from app.settings import Settings
+from app.webrtc import PeerRegistry, config_endpoint, offer_endpoint
 from models import languages
 
 log = logging.getLogger(__name__)
@@ -128,14 +129,59 @@ async def listen_page(request: Request) -> Response:
     )
 
 
+async def talk_page(request: Request) -> Response:
+    """Traveller mode (``/talk``, static/js/talk.js): two people, two languages, one phone.
+    The page creates its own session, or continues the one named by ``?code=`` (its presenter
+    token in the ``#token=`` fragment or in the tab's storage).
+
+    Offered: every language a translation route touches that the loaded models recognise;
+    ``pairs`` says which translate both ways, ``routes`` every one-way route (to explain a pair
+    that does not work), ``spoken`` the languages a voice speaks."""
+    services = services_of(request)
+    recognised = {lang.code for lang in services.recognition_languages()}
+    routes = {(route.source, route.target) for route in services.routes}
+    codes = sorted({code for pair in routes for code in pair if code in recognised})
+    pairs = {a: [b for b in codes if b != a and {(a, b), (b, a)} <= routes] for a in codes}
+    names = {code: languages.get(code) for code in codes}
+    if "es" in pairs.get("en", []):
+        default = ["en", "es"]
+    else:
+        first = next((a for a in codes if pairs[a]), None)
+        default = [first, pairs[first][0]] if first else []
+    options = [
+        {"code": code, "name": names[code].english_name, "native": names[code].native_name}
+        for code in sorted(codes, key=lambda c: names[c].english_name)
+    ]
+    config = {
+        "ready": services.ready.is_set(),
+        "names": {o["code"]: {"name": o["name"], "native": o["native"]} for o in options},
+        "pairs": pairs,
+        "routes": sorted(f"{a}>{b}" for a, b in routes),
+        "spoken": sorted(services.voices.languages()),
+        "default": default,
+    }
+    return templates.TemplateResponse(
+        request,
+        "talk.html",
+        {
+            "config": config,
+            "two_way": [o for o in options if pairs[o["code"]]],
+            "one_way": [o for o in options if not pairs[o["code"]]],
+        },
+    )
+
+
 async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
 async def readyz(request: Request) -> Response:
     services = services_of(request)
-    if services.ready.is_set():
+    hub_problem = services.hub.unavailable_reason()
+    if services.ready.is_set() and hub_problem is None:
         return JSONResponse({"status": "ready"})
+    if services.ready.is_set():  # models loaded; the shared hub (Redis) is unreachable
+        return JSONResponse({"status": "unavailable", "error": hub_problem}, status_code=503)
     body = {"status": "loading" if services.load_error is None else "failed"}
     if services.load_error:
         body["error"] = services.load_error
@@ -154,27 +200,33 @@ def create_app(
         services = build_services(settings, PrometheusObserver(registry))
         registry.register(LiveCollector(services))
         app.state.services = services
+        app.state.webrtc = PeerRegistry()
         app.state.metrics_registry = registry
         purged = services.store.purge_ended_before(time.time() - settings.retention_days * 86400)
         if purged:
             log.info("purged %d expired sessions", purged)
         loader = asyncio.create_task(load_models(services, factory))
+        await services.hub.start()
         try:
             yield
         finally:
+            # WebRTC peers first: closing one finalises its presenter stream like Stop.
+            with contextlib.suppress(Exception):
+                await app.state.webrtc.close_all()
             # Graceful shutdown: finalise every open stream so nothing said is lost.
             for session in services.registry:
                 if session.stream is not None and not session.stream.finished:
                     with contextlib.suppress(Exception):
                         await session.stream.finish()
-                if session.translator is not None:
-                    with contextlib.suppress(Exception):
-                        await session.translator.drain()
-                        await session.translator.close()
+                with contextlib.suppress(Exception):
+                    await session.drain_translation()
+                with contextlib.suppress(Exception):
+                    await session.close()
             loader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
             services.translators.close()
+            await services.hub.close()
             services.workers.shutdown()
             services.store.close()
 
@@ -182,6 +234,7 @@ def create_app(
         Route("/", index),
         Route("/p/{code}", present_page),
         Route("/s/{code}", listen_page),
+        Route("/talk", talk_page),
         Route("/healthz", healthz),
         Route("/readyz", readyz),
         Route("/metrics", metrics_endpoint),
@@ -193,6 +246,8 @@ def create_app(
         Route("/api/sessions/{code}/glossary", api.get_glossary, methods=["GET"]),
         Route("/api/sessions/{code}/transcript", api.get_transcript),
         Route("/api/sessions/{code}/qr.svg", api.qr_code),
+        Route("/api/sessions/{code}/webrtc/offer", offer_endpoint, methods=["POST"]),
+        Route("/api/webrtc/config", config_endpoint),
         WebSocketRoute("/ws/present/{code}", present_endpoint),
         WebSocketRoute("/ws/listen/{code}", listen_endpoint),
         Mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static"),

@@ -86,10 +86,8 @@ class LiveCollector(Collector):
             if session.stream is not None and not session.stream.finished:
                 lag = max(lag, session.stream.recognizer.backlog)
                 dropped += session.stream.recognizer.skipped_drafts
-            if session.translator is not None:
-                stale += (
-                    session.translator.stats.drafts_stale + session.translator.stats.drafts_late
-                )
+            for translator in session.translators.values():
+                stale += translator.stats.drafts_stale + translator.stats.drafts_late
         for state, value in counts.items():
             sessions.add_metric([state], value)
         yield sessions
@@ -119,6 +117,38 @@ class LiveCollector(Collector):
         drafts.add_metric(["recognizer_skipped"], dropped)
         drafts.add_metric(["translation_stale"], stale)
         yield drafts
+        yield from _speech_metrics(services)
+
+
+def _speech_metrics(services: Services) -> Iterator[Metric]:
+    """Spoken translation, summed over sessions, by language."""
+    pieces = CounterMetricFamily(
+        "interp_speech_pieces", "Pieces of speech synthesised and sent", labels=["lang"]
+    )
+    seconds = CounterMetricFamily(
+        "interp_speech_audio_seconds", "Seconds of speech synthesised", labels=["lang"]
+    )
+    skipped = CounterMetricFamily(
+        "interp_speech_skipped",
+        "Pieces of speech skipped to keep pace with the speaker",
+        labels=["lang"],
+    )
+    totals: dict[str, list[float]] = {}
+    for session in services.registry:
+        if session.speaker is None:
+            continue
+        for lang, stats in session.speaker.stats.items():
+            row = totals.setdefault(lang, [0.0, 0.0, 0.0])
+            row[0] += stats.pieces
+            row[1] += stats.audio_seconds
+            row[2] += stats.skipped
+    for lang, (n, audio, skips) in sorted(totals.items()):
+        pieces.add_metric([lang], n)
+        seconds.add_metric([lang], audio)
+        skipped.add_metric([lang], skips)
+    yield pieces
+    yield seconds
+    yield skipped
 
 
 async def metrics_endpoint(request: Request) -> Response:

@@ -1,13 +1,14 @@
-"""WebSocket Origin checks: browsers send Origin; only the app's own pages may connect."""
+"""Origin checks (WebSockets, WebRTC offers): browsers send Origin; only the app's own pages
+may connect."""
 
 from __future__ import annotations
 
-from starlette.websockets import WebSocket
+from starlette.requests import HTTPConnection
 
 from app.settings import Settings
 
 
-def origin_allowed(websocket: WebSocket, settings: Settings) -> bool:
+def origin_allowed(websocket: HTTPConnection, settings: Settings) -> bool:
     """True for non-browser clients (no Origin header), the server's own origin, and the
     origins listed in settings."""
     origin = websocket.headers.get("origin")

@@ -19,7 +19,7 @@ from app.services import Services
 from app.sockets import accept_for_session, close
 from engine.events import to_json
 from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
-from engine.session import PresenterStream, Session, StreamError
+from engine.session import AUTO, PresenterStream, Session, StreamError
 from engine.store import verify_token
 from models import languages
 
@@ -55,6 +55,8 @@ def _parse_start(message: dict[str, Any], session: Session, services: Services) 
     if not isinstance(rate, int) or isinstance(rate, bool) or not MIN_RATE <= rate <= MAX_RATE:
         raise ProtocolViolation(1003, f"sample_rate must be an integer {MIN_RATE}-{MAX_RATE}")
     language = data.get("language", session.record.source_language)
+    if language == AUTO:  # detected among the session's languages (Session.open_stream)
+        return rate, language
     if not isinstance(language, str) or not languages.is_known(language):
         raise ProtocolViolation(1003, f"unknown language {language!r}")
     language = languages.normalise(language)
@@ -118,6 +120,7 @@ async def present_endpoint(websocket: WebSocket) -> None:
                 await stream.finish()
                 stream = None
                 await session.drain_translation()
+                await services.hub.settle(session.code)  # a shared hub delivers by reading back
                 # Closing the queue lets the forwarder send what it holds, then return.
                 subscription.queue.close()
                 await forwarder

@@ -8,12 +8,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
+from app.nodes import backends, follow_other_nodes
 from app.settings import Settings
-from engine.hub import Hub, InMemoryHub
+from engine.hub import Hub
 from engine.recognizer import RecognizerConfig
 from engine.registry import SessionRegistry
 from engine.session import Pipeline, Session
-from engine.store import SessionStore, SqliteSessionStore
+from engine.speech import SessionSpeaker, Synthesizer
+from engine.store import SessionStore
 from engine.telemetry import NullObserver, Observer
 from engine.translation import TargetPlan, Translators, whisper_translate
 from engine.translation_routes import RouteTable
@@ -23,6 +25,7 @@ from engine.workers import Workers
 from models import languages
 from models.apertium import available_routes
 from models.catalog import resolve_whisper, silero_vad_path
+from models.voices import VoiceBank, voice_plan
 from models.whisper import FasterWhisperTranscriber
 
 log = logging.getLogger(__name__)
@@ -48,6 +51,7 @@ class Services:
     registry: SessionRegistry
     translators: Translators
     routes: RouteTable = field(default_factory=lambda: RouteTable(()))
+    voices: VoiceBank = field(default_factory=lambda: VoiceBank({}))
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     load_error: str | None = None
 
@@ -68,29 +72,51 @@ class Services:
         """Languages a session speaking ``source`` may offer besides its own."""
         return self.routes.targets(source)
 
-    async def make_translator(self, session: Session) -> None:
-        """Give ``session`` its translator if it offers translations (plans load backends
-        on first use, so they are made in a worker thread)."""
-        record = session.record
-        plans: dict[str, TargetPlan] = {}
-        setup = self.workers.pool("mt-setup")
-        for target in record.target_languages:
-            route = self.routes.lookup(record.source_language, target)
-            if route is not None:
-                plans[target] = await setup.run(self.translators.plan, route)
-        if not plans:
+    async def add_stages(self, session: Session) -> None:
+        """Give a session this process takes on its translation and speech stages."""
+        await self.make_translator(session)
+        self.make_speaker(session)
+
+    def make_speaker(self, session: Session) -> None:
+        """Speech for ``session`` in every language a voice speaks (voices load on first use,
+        in the ``tts`` pool: the one thread every synthesiser runs in)."""
+        if not self.voices.plan:
             return
-        speech = None
-        base = self.pipeline.transcribers.get("*")
-        if any(p.route.speech_final for p in plans.values()) and base is not None:
-            speech = whisper_translate(
-                base,
-                self.pipeline.asr_pool,
-                record.source_language,  # type: ignore[arg-type]
+        pool = self.workers.pool("tts", threads=1, max_pending=64)
+        bank = self.voices
+
+        async def voice(lang: str) -> Synthesizer | None:
+            return await pool.run(bank.load, lang)
+
+        session.speaker = SessionSpeaker(voice, pool.run, session.publish, spoken=bank.languages())
+
+    async def make_translator(self, session: Session) -> None:
+        """Give ``session`` a translator from each offered language a stream may speak into
+        the others that have a route: the session's source language into its targets, and
+        each target back into the rest (a two-way conversation changes language each turn).
+        Plans load their backends on first use, so they are made in a worker thread."""
+        record = session.record
+        offered = [record.source_language, *record.target_languages]
+        setup = self.workers.pool("mt-setup")
+        for source in offered:
+            plans: dict[str, TargetPlan] = {}
+            for target in offered:
+                route = self.routes.lookup(source, target) if target != source else None
+                if route is not None:
+                    plans[target] = await setup.run(self.translators.plan, route)
+            if not plans:
+                continue
+            speech = None
+            base = self.pipeline.transcribers.get("*")
+            if any(p.route.speech_final for p in plans.values()) and base is not None:
+                speech = whisper_translate(
+                    base,
+                    self.pipeline.asr_pool,
+                    source,  # type: ignore[arg-type]
+                )
+            session.translators[source] = SessionTranslator(
+                source, session.publish, plans, whisper_translate=speech
             )
-        session.translator = SessionTranslator(
-            record.source_language, session.publish, plans, whisper_translate=speech
-        )
 
 
 def recognizer_defaults(settings: Settings) -> RecognizerConfig:
@@ -110,9 +136,7 @@ def recognizer_defaults(settings: Settings) -> RecognizerConfig:
 
 
 def build_services(settings: Settings, observer: Observer | None = None) -> Services:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = SqliteSessionStore(settings.database)
-    hub = InMemoryHub(max_queue=settings.listener_queue)
+    store, hub = backends(settings)
     observer = observer or NullObserver()
     workers = Workers(on_call=observer.model_call)
 
@@ -131,7 +155,10 @@ def build_services(settings: Settings, observer: Observer | None = None) -> Serv
     )
     registry = SessionRegistry(store, hub, pipeline, max_sessions=settings.max_sessions)
     services = Services(settings, store, hub, workers, pipeline, registry, Translators(workers))
-    registry.on_session = services.make_translator
+    if settings.speech:
+        services.voices = VoiceBank(voice_plan(settings.voices))
+    registry.on_session = services.add_stages
+    follow_other_nodes(hub, registry)
     return services
 
 
@@ -167,6 +194,11 @@ async def load_models(services: Services, factory: TranscriberFactory) -> None:
         services.routes = await services.workers.pool("mt-setup").run(
             build_routes, settings, "*" in loaded
         )
+        if settings.warm_models and "en" in services.voices.plan:
+            tts = services.workers.pool("tts", threads=1, max_pending=64)
+            english = await tts.run(services.voices.load, "en")
+            if english is not None:
+                await tts.run(english.warm)
         # Models and start-up objects live for the whole process: keep the cyclic collector
         # from rescanning them (full collections paused the loop for up to 0.8 s under load).
         gc.collect()

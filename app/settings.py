@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.ice import IceServer, parse_ice_servers
 from engine.session import StreamLimits
 
 
@@ -46,6 +47,10 @@ class Settings:
     refine: bool = True
     recognizer: Mapping[str, str] = field(default_factory=dict)
     """Overrides of engine.recognizer.RecognizerConfig fields (``{"min_silence_s": "0.4"}``)."""
+    speech: bool = True
+    """Speak final captions to listeners who turn audio on."""
+    voices: Mapping[str, str] = field(default_factory=dict)
+    """Voices by language besides the defaults: a Piper ``.onnx`` path or ``espeak:NAME``."""
     limits: StreamLimits = field(default_factory=StreamLimits)
     max_sessions: int = 200
     max_live_streams: int = 4
@@ -55,8 +60,13 @@ class Settings:
     listener_queue: int = 1000
     listener_send_timeout: float = 10.0
     retention_days: float = 30.0
+    redis_url: str | None = None
+    """Share sessions with other processes and machines through this Redis (``REDIS_URL``,
+    e.g. ``redis://127.0.0.1:6379/0``); unset: one process, SQLite and an in-process hub."""
     allowed_origins: tuple[str, ...] = ()
     """Extra origins allowed to open WebSockets; the server's own origin always is."""
+    ice_servers: tuple[IceServer, ...] = ()
+    """STUN/TURN servers for WebRTC peers (app/ice.py); none: host candidates only."""
 
     @property
     def database(self) -> Path:
@@ -102,11 +112,15 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_CPU_THREADS": ("cpu_threads", int),
     "INTERP_REFINE": ("refine", _flag),
     "INTERP_RECOGNIZER": ("recognizer", _parse_map),
+    "INTERP_SPEECH": ("speech", _flag),
+    "INTERP_VOICES": ("voices", _parse_map),
     "INTERP_ALLOWED_ORIGINS": ("allowed_origins", _origins),
+    "REDIS_URL": ("redis_url", str),
     "INTERP_MAX_LIVE_STREAMS": ("max_live_streams", int),
     "INTERP_MAX_LISTENERS": ("max_listeners_per_session", int),
     "INTERP_SESSION_RATE": ("session_create_per_minute", int),
     "INTERP_RETENTION_DAYS": ("retention_days", float),
     "INTERP_MAX_AUDIO_SPEED": ("limits", _speed),
+    "INTERP_ICE_SERVERS": ("ice_servers", parse_ice_servers),
 }
 """Every environment variable the server reads: variable -> (settings field, parser)."""

@@ -12,11 +12,17 @@ from engine.session import Session
 from engine.telemetry import session_code
 
 
+def close_reason(reason: str, limit: int = 123) -> str:
+    """``reason`` cut to at most ``limit`` bytes of UTF-8 (a close frame's limit), never
+    inside a character."""
+    return reason.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+
+
 async def close(websocket: WebSocket, code: int, reason: str) -> None:
     """Close with a code and a reason (at most 123 bytes on the wire), if still open."""
     if websocket.application_state != WebSocketState.DISCONNECTED:
         with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-            await websocket.close(code=code, reason=reason[:120])
+            await websocket.close(code=code, reason=close_reason(reason))
 
 
 async def accept_for_session(websocket: WebSocket) -> tuple[Services, Session] | None:

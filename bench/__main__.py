@@ -61,6 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "steps", help="compute-unaware replay in process: exact WER of recogniser settings"
     )
+    commands.add_parser(
+        "webrtc", help="caption latency and WER over WebRTC versus the WebSocket, side by side"
+    )
+    commands.add_parser(
+        "speech", help="spoken translation: voice speed, first audio, lag behind the speaker"
+    )
+    commands.add_parser("talk", help="traveller mode: turn latency, language detection")
+    commands.add_parser(
+        "fanout-nodes",
+        help="fan-out across server processes sharing Redis (python -m bench fanout-nodes --help)",
+    )
     spread = commands.add_parser(
         "fanout",
         help="one presenter in real time, N listeners: event delay, finals, server CPU and memory",
@@ -292,6 +303,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bench import steps
 
         return steps.main(words[1:])
+    if words[:1] == ["webrtc"]:
+        from bench import webrtc
+
+        return webrtc.main(words[1:])
+    if words[:1] == ["speech"]:
+        from bench import speech
+
+        return speech.main(words[1:])
+    if words[:1] == ["talk"]:
+        from bench import talk
+
+        return talk.main(words[1:])
+    if words[:1] == ["fanout-nodes"]:
+        from bench import fanout_nodes
+
+        return fanout_nodes.main(words[1:])
     args = build_parser().parse_args(words)
     command = shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
     return COMMANDS[args.command](args, command)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -68,8 +68,8 @@ class ListenerQueue:
             return
         if isinstance(event, StateChange):
             # Only the newest state and audience size matter.
-            for item in [i for i in self._items if isinstance(i, StateChange)]:
-                self._items.remove(item)
+            for state in [i for i in self._items if isinstance(i, StateChange)]:
+                self._items.remove(state)
         elif isinstance(event, Caption):
             key = (event.segment, event.lang)
             stale = [
@@ -171,6 +171,10 @@ class SessionLog:
         return sorted(events, key=lambda e: e.seq)
 
 
+Persist = Callable[[Caption], Awaitable[None]]
+"""Stores a numbered final caption (the session's store write)."""
+
+
 class Hub(Protocol):
     """Where sessions publish and listeners subscribe (in-process, or Redis across nodes)."""
 
@@ -178,12 +182,28 @@ class Hub(Protocol):
         """Make ``code`` known, resuming numbering and history after a restart."""
         ...
 
-    def number(self, code: str, event: Event) -> Event:
-        """Give ``event`` its session-wide ``seq`` (before it is stored)."""
+    async def emit(self, code: str, event: Event, persist: Persist | None = None) -> Event:
+        """Number ``event`` (session-wide ``seq``), have ``persist`` store it if it is a
+        final, then log it and offer it to every subscriber, in that order: a final is
+        durable before any listener can see it. Returns the numbered event. Never waits for
+        a listener (a hub on a network may wait for its server: see its policy)."""
         ...
 
-    def publish(self, code: str, event: Event) -> None:
-        """Log a numbered event and offer it to every subscriber; never waits."""
+    async def settle(self, code: str) -> None:
+        """Wait until every event this process emitted for ``code`` has been offered to
+        this process's subscribers (immediate in process; a networked hub reads back)."""
+        ...
+
+    async def start(self) -> None:
+        """Start background work (connections, readers); called once by the app."""
+        ...
+
+    async def close(self) -> None:
+        """Stop background work and release connections."""
+        ...
+
+    def unavailable_reason(self) -> str | None:
+        """Why the hub cannot deliver events now (shown by ``/readyz``); ``None`` if it can."""
         ...
 
     def subscribe(
@@ -211,6 +231,11 @@ class Hub(Protocol):
         ...
 
     def listener_count(self, code: str) -> int: ...
+
+    def last_seq(self, code: str) -> int:
+        """The newest ``seq`` this process knows for ``code`` (a live-only subscriber, such
+        as a WebRTC audio track, subscribes from there)."""
+        ...
 
     def wanted_languages(self, code: str) -> frozenset[str]:
         """Every language some subscriber of ``code`` reads (what to translate into)."""
@@ -248,9 +273,29 @@ class InMemoryHub:
         return self._logs[code].number(event)
 
     def publish(self, code: str, event: Event) -> None:
+        """Log an already numbered event and offer it to every subscriber."""
         self._logs[code].append(event)
         for sub in self._subs[code]:
             sub.offer(event)
+
+    async def emit(self, code: str, event: Event, persist: Persist | None = None) -> Event:
+        numbered = self.number(code, event)
+        if persist is not None and isinstance(numbered, Caption) and numbered.is_final:
+            await persist(numbered)
+        self.publish(code, numbered)
+        return numbered
+
+    async def settle(self, code: str) -> None:
+        return None  # publish() offers synchronously
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    def unavailable_reason(self) -> str | None:
+        return None
 
     def subscribe(
         self,
@@ -285,6 +330,10 @@ class InMemoryHub:
 
     def set_audio(self, subscription: Subscription, enabled: bool) -> None:
         subscription.audio = enabled
+
+    def last_seq(self, code: str) -> int:
+        log = self._logs.get(code)
+        return 0 if log is None else log.seq
 
     def listener_count(self, code: str) -> int:
         return sum(1 for sub in self._subs.get(code, ()) if sub.counted)

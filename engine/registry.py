@@ -99,6 +99,10 @@ class SessionRegistry:
             self._sessions.setdefault(code, session)
         return self._sessions[code]
 
+    def loaded(self, code: str) -> Session | None:
+        """The session if this process has it in memory (never touches the store)."""
+        return self._sessions.get(code)
+
     def forget(self, code: str) -> None:
         self._sessions.pop(code, None)
         self._hub.drop(code)

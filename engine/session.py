@@ -11,13 +11,17 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from engine.audio import SAMPLE_RATE, AudioFormatError, StreamResampler, decode_pcm16
 from engine.events import Caption, ErrorEvent, Event, SessionState, StateChange
 from engine.hub import Hub
+from engine.language_id import DetectingRecognizer
 from engine.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.speech import SessionSpeaker
 from engine.store import SessionRecord, SessionStore
 from engine.telemetry import NullObserver, Observer
 from engine.translation_session import SessionTranslator
@@ -26,6 +30,9 @@ from engine.workers import Saturated, WorkerPool
 
 log = logging.getLogger(__name__)
 
+
+AUTO = "auto"
+"""The presenter's ``language`` that asks for detection among the session's languages."""
 
 ANNOUNCE_INTERVAL = 0.5
 """Seconds over which audience-size changes are folded into one state event."""
@@ -89,19 +96,39 @@ class Session:
         finals = finals or []
         self._next_segment = max((c.segment for c in finals), default=-1) + 1
         self.audio_time = max((c.end for c in finals), default=0.0)
-        self.context = " ".join(c.text for c in finals if c.source)[-800:]
+        self.contexts: dict[str, str] = {}
+        """Recent final text per spoken language: the next stream's prompt. Per language,
+        because Whisper follows its prompt's language (an English prompt made a Spanish
+        turn come out translated into English)."""
+        for caption in finals:
+            if caption.source:
+                text = f"{self.contexts.get(caption.lang, '')} {caption.text}".strip()
+                self.contexts[caption.lang] = text[-800:]
         self.stream: PresenterStream | None = None
         self._source_published: dict[tuple[int, str], float] = {}
         self._announcer: asyncio.Task[None] | None = None
         self.glossary: dict[str, dict[str, str]] = {}
         """The presenter's terms per target language (kept in memory: lost on restart)."""
-        self.translator: SessionTranslator | None = None
-        """Set by the registry when the session offers translations."""
+        self.translators: dict[str, SessionTranslator] = {}
+        """By source language: set by the registry when the session offers translations.
+        Every offered language may be spoken (a traveller's conversation changes language
+        each turn), so there is one translator per language a stream may be in."""
+        self.speaker: SessionSpeaker | None = None
+        """Set by the registry when this process can speak (speaks final translations in
+        every language some listener hears with audio on)."""
         hub.open(record.code, last_seq, finals)
 
     @property
     def code(self) -> str:
         return self.record.code
+
+    @property
+    def translator(self) -> SessionTranslator | None:
+        """The translator from the session's own source language."""
+        return self.translators.get(self.record.source_language)
+
+    def translator_for(self, language: str) -> SessionTranslator | None:
+        return self.translators.get(language)
 
     @property
     def observer(self) -> Observer:
@@ -113,15 +140,18 @@ class Session:
         return segment
 
     async def publish(self, event: Event) -> Event:
-        numbered = self._hub.number(self.code, event)
-        if isinstance(numbered, Caption) and numbered.is_final:
-            await self._pipeline.store_pool.run(self._store.append_final, self.code, numbered)
-        self._hub.publish(self.code, numbered)
+        # The hub numbers it, has a final stored (_store_final) and only then offers it.
+        numbered = await self._hub.emit(self.code, event, self._store_final)
         if isinstance(numbered, Caption):
             self._observe(numbered)
+            if numbered.is_final and not numbered.source and self.speaker is not None:
+                self.speaker.on_final(numbered)  # spoken translation: translations only
         elif isinstance(numbered, ErrorEvent):
             self._pipeline.observer.error("session")
         return numbered
+
+    async def _store_final(self, caption: Caption) -> None:
+        await self._pipeline.store_pool.run(self._store.append_final, self.code, caption)
 
     def _observe(self, caption: Caption) -> None:
         """Caption latency as the server sees it: from the audio's arrival (source) or
@@ -150,16 +180,22 @@ class Session:
     async def announce(self) -> None:
         """Publish the current state and audience size, and translate into exactly the
         languages someone reads now (call after joins, leaves and language switches)."""
-        if self.translator is not None:
-            self.translator.set_languages(self._hub.wanted_languages(self.code))
+        self._follow_audience()
         await self.publish(StateChange(self.state, self._hub.listener_count(self.code)))
+
+    def _follow_audience(self) -> None:
+        """Translate into, and speak, exactly the languages the audience asks for now."""
+        wanted = self._hub.wanted_languages(self.code)
+        for translator in self.translators.values():
+            translator.set_languages(wanted)
+        if self.speaker is not None:
+            self.speaker.set_languages(self._hub.wanted_speech(self.code))
 
     def audience_changed(self) -> None:
         """Listeners joined, left or switched language: update translation languages now and
         announce the new audience size once per ``ANNOUNCE_INTERVAL`` (a thousand phones
         joining at once must not send everyone a thousand counts)."""
-        if self.translator is not None:
-            self.translator.set_languages(self._hub.wanted_languages(self.code))
+        self._follow_audience()
         if self._announcer is None or self._announcer.done():
             self._announcer = asyncio.create_task(self._announce_later())
 
@@ -169,35 +205,80 @@ class Session:
 
     async def drain_translation(self) -> None:
         """Wait until every final published so far has its translations published."""
-        if self.translator is not None:
-            await self.translator.drain()
+        for translator in list(self.translators.values()):
+            await translator.drain()
+
+    async def drain_speech(self) -> None:
+        """Wait until every final published so far has been spoken (or skipped)."""
+        if self.speaker is not None:
+            await self.speaker.drain()
+
+    async def close(self) -> None:
+        """Stop the session's stages (shutdown, or the session is forgotten)."""
+        for translator in list(self.translators.values()):
+            await translator.close()
+        if self.speaker is not None:
+            await self.speaker.close()
 
     def open_stream(self, sample_rate: int, language: str, limits: StreamLimits) -> PresenterStream:
+        """A presenter stream in ``language``, or ``"auto"``: whichever of the session's
+        offered languages is spoken, detected from the first speech."""
         if self.state == "ended":
             raise StreamError(1008, "session has ended")
         if self.stream is not None and not self.stream.finished:
             raise StreamError(1013, "another stream is already presenting in this session")
+        recognizer: StreamingRecognizer | DetectingRecognizer
+        if language == AUTO:
+            recognizer = self._detecting_recognizer()
+        else:
+            recognizer = self._recognizer(language, self.audio_time)
+        self.stream = PresenterStream(self, recognizer, sample_rate, limits)
+        return self.stream
+
+    def _recognizer(self, language: str, start_time: float) -> StreamingRecognizer:
         transcriber = self._pipeline.transcriber_for(language)
         if transcriber is None:
             raise StreamError(1003, f"no recognition model for language {language!r}")
         config = self._pipeline.recognizer_config(language)
-        if self.translator is not None:
+        if self.translators:
             config = replace(config, keep_final_audio=True)
-        recognizer = StreamingRecognizer(
+        return StreamingRecognizer(
             transcriber,  # type: ignore[arg-type]
             StreamingVad(self._pipeline.vad_model),
             self._pipeline.asr_pool.run,
             self.next_segment,
             config,
-            start_time=self.audio_time,
-            context=self.context,
+            start_time=start_time,
+            context=self.contexts.get(language, ""),
         )
-        self.stream = PresenterStream(self, recognizer, sample_rate, limits)
-        return self.stream
+
+    def _detecting_recognizer(self) -> DetectingRecognizer:
+        offered = [self.record.source_language, *self.record.target_languages]
+        candidates = [c for c in offered if self._pipeline.transcriber_for(c) is not None]
+        identifier = self._pipeline.transcribers.get("*")
+        if len(candidates) < 2 or not hasattr(identifier, "identify"):
+            raise StreamError(
+                1003,
+                "automatic language detection needs a session offering two or more "
+                "languages and the multilingual recognition model",
+            )
+        start = self.audio_time
+
+        async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
+            return await self._pipeline.asr_pool.run(identifier.identify, audio, among)  # type: ignore[union-attr]
+
+        return DetectingRecognizer(
+            candidates,
+            identify,
+            lambda language: self._recognizer(language, start),
+            start_time=start,
+        )
 
     def stream_closed(self, stream: PresenterStream) -> None:
         self.audio_time = stream.recognizer.received_until
-        self.context = stream.recognizer.context
+        language = stream.recognizer.language
+        if language is not None:
+            self.contexts[language] = stream.recognizer.context
 
 
 class PresenterStream:
@@ -206,7 +287,7 @@ class PresenterStream:
     def __init__(
         self,
         session: Session,
-        recognizer: StreamingRecognizer,
+        recognizer: StreamingRecognizer | DetectingRecognizer,
         sample_rate: int,
         limits: StreamLimits,
     ) -> None:
@@ -284,9 +365,11 @@ class PresenterStream:
             log.exception("recognition failed in session %s", self.session.code)
             await self.session.publish(ErrorEvent(f"recognition failed: {type(exc).__name__}"))
             return
-        translator = self.session.translator
         for event in events:
             numbered = await self.session.publish(event)
-            if translator is not None and isinstance(numbered, Caption):
+            if not isinstance(numbered, Caption):
+                continue
+            translator = self.session.translator_for(numbered.lang)
+            if translator is not None:
                 audio = self.recognizer.take_final_audio(numbered.segment)
                 await translator.on_source(numbered, audio if numbered.is_final else None)

@@ -1,7 +1,8 @@
-"""One session's speech stage: final captions in, spoken audio (:class:`SpeechAudio`) out.
+"""One session's speech stage: final translations in, spoken audio (:class:`SpeechAudio`) out.
 
 Speech is made once per language that at least one listener hears with audio on (the hub's
 ``wanted_speech``), never once per listener, and only for finals: a draft is never spoken.
+The session hands over translations only (the source language is heard from the speaker).
 Per language a :class:`LanguageSpeaker` speaks its finals in order, piece by piece: a final is
 split into sentences and long sentences at clauses (:func:`speech_pieces`), and each piece is
 synthesised and published on its own, so the first audio leaves before the rest of the
@@ -82,17 +83,26 @@ class PaceConfig:
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+")
 _CLAUSE_END = re.compile(r"(?<=[,;:，；：、—])\s+")
 _MIN_CLAUSE = 24
+_MIN_LEAD = 12
 
 
-def speech_pieces(text: str, clause_chars: int = 80) -> list[list[str]]:
+def speech_pieces(text: str, clause_chars: int = 80, lead_chars: int = 48) -> list[list[str]]:
     """Split ``text`` into sentences, and each sentence longer than ``clause_chars`` into
     clauses (short clauses are joined to the next): a list of sentences, each a list of
-    pieces to synthesise one at a time."""
+    pieces to synthesise one at a time.
+
+    The first piece is kept short (at most about ``lead_chars``): synthesis time grows with
+    length, and the first piece is what the listener waits for. A first sentence longer than
+    that is cut at its first clause, or failing one, at a word boundary; the voice's pause
+    there is the price of audio starting sooner."""
     sentences = [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
     result: list[list[str]] = []
-    for sentence in sentences:
+    for index, sentence in enumerate(sentences):
+        lead: list[str] = []
+        if index == 0 and len(sentence) > lead_chars:
+            lead, sentence = _split_lead(sentence, lead_chars)
         if len(sentence) <= clause_chars:
-            result.append([sentence])
+            result.append([*lead, sentence])
             continue
         pieces: list[str] = []
         pending = ""
@@ -106,8 +116,21 @@ def speech_pieces(text: str, clause_chars: int = 80) -> list[list[str]]:
                 pieces[-1] = f"{pieces[-1]} {pending}"
             else:
                 pieces.append(pending)
-        result.append(pieces)
+        result.append([*lead, *pieces])
     return result
+
+
+def _split_lead(sentence: str, lead_chars: int) -> tuple[list[str], str]:
+    """Cut a short first piece off ``sentence`` (see :func:`speech_pieces`)."""
+    for match in _CLAUSE_END.finditer(sentence):
+        if _MIN_LEAD <= match.start() <= lead_chars + 16:
+            return [sentence[: match.start()]], sentence[match.end() :]
+        if match.start() > lead_chars + 16:
+            break
+    cut = sentence.rfind(" ", _MIN_LEAD, lead_chars)
+    if cut < 0 or len(sentence) - cut < _MIN_LEAD:
+        return [], sentence
+    return [sentence[:cut]], sentence[cut + 1 :]
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from engine.asr import DecodeOptions
 from engine.audio import Samples
 from engine.events import Word
+from models import languages
 from models.catalog import ModelError, ResolvedWhisper
 
 log = logging.getLogger(__name__)
@@ -138,6 +140,17 @@ class FasterWhisperTranscriber:
                     for i, p in enumerate(pieces)
                 )
         return words
+
+    def identify(self, audio: Samples, candidates: Sequence[str]) -> dict[str, float]:
+        """Probability of each candidate language (our codes) for ``audio``, from Whisper's
+        language identification restricted to the candidates and renormalised."""
+        if not self.multilingual:
+            raise ModelError(f"{self.name} is English-only: it cannot identify languages")
+        _, _, ranked = self._model.detect_language(audio=audio)
+        by_code = dict(ranked)
+        scores = {c: float(by_code.get(languages.get(c).whisper or c, 0.0)) for c in candidates}
+        total = sum(scores.values()) or 1.0
+        return {c: p / total for c, p in scores.items()}
 
     def warm(self) -> None:
         """Run one decode so the first real request does not pay for lazy initialisation."""

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("INTERP_SHARED_DIR", REPO.parent / "shared"))
 EVAL = SHARED / "eval"
 LONGFORM_EN = EVAL / "longform" / "en"
+REDIS_SERVER = Path(os.environ.get("INTERP_REDIS_SERVER", "/usr/bin/redis-server"))
 
 
 def free_port() -> int:
@@ -99,6 +100,66 @@ class ServerProcess:
 
 
 @dataclass
+class RedisServer:
+    """A real ``redis-server`` on a free loopback port. Its append-only file is fsynced on
+    every write, so :meth:`restart` (even after ``kill -9``) keeps every key."""
+
+    data_dir: Path
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 15.0) -> RedisServer:
+        import redis
+
+        self.port = self.port or free_port()
+        command = [
+            str(REDIS_SERVER),
+            *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir)),
+            *("--save", "", "--appendonly", "yes", "--appendfsync", "always"),
+            *("--logfile", str(self.data_dir / "redis.log")),
+        ]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"redis-server exited: {self.log_tail()}")
+                try:
+                    if client.ping():
+                        return self
+                except (redis.ConnectionError, redis.BusyLoadingError):
+                    time.sleep(0.05)
+        finally:
+            client.close()
+        raise RuntimeError(f"redis-server not ready in {timeout}s: {self.log_tail()}")
+
+    def log_tail(self) -> str:
+        path = self.data_dir / "redis.log"
+        return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        if kill:
+            self.process.kill()
+        else:
+            self.process.terminate()
+        self.process.wait(15)
+
+    def restart(self, down_s: float = 0.0, kill: bool = True) -> None:
+        """Stop (``kill -9`` by default), stay down ``down_s`` seconds, start on the same
+        port with the same data."""
+        self.stop(kill=kill)
+        time.sleep(down_s)
+        self.start()
+
+
+@dataclass
 class PresenterRun:
     """What a presenter client saw while streaming a recording."""
 
@@ -137,6 +198,7 @@ async def stream_recording(
     speed: float = 4.0,
     chunk_s: float = 0.1,
     session: dict[str, str] | None = None,
+    language: str = "en",
 ) -> PresenterRun:
     """Stream ``pcm`` through ``/ws/present`` at ``speed`` x real time, stop, and collect
     every event until the server closes the socket."""
@@ -154,7 +216,7 @@ async def stream_recording(
             "token": session["presenter_token"],
             "sample_rate": rate,
             "encoding": "pcm_s16le",
-            "language": "en",
+            "language": language,
         }
         await ws.send(json.dumps(start))
         ready = json.loads(await ws.recv())

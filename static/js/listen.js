@@ -5,14 +5,27 @@
 // place of the source line, or below it in the bilingual view). Display preferences (theme,
 // text size, bilingual view, language) are remembered on this device.
 //
-// `window.interpStats` exposes counters for tests and for debugging in the console.
+// Spoken translation (optional): the Listen button turns it on. Browsers on phones only let a
+// page make sound after a tap, so the AudioContext is created (or resumed) in that click handler,
+// and audio never starts by itself: the choice is remembered, but each visit needs its own tap.
+// The socket then asks for audio (`audio=1`), and each chunk (header + PCM) goes to the
+// AudioPlayer (./audio-player.js). Audio-only mode is for listeners who do not watch the screen:
+// one large play/pause button, only the newest caption, a dark page (the wake lock still keeps
+// the screen on, since some phones stop web audio when the screen locks).
+//
+// `window.interpStats` exposes counters for tests and for debugging in the console, and
+// `window.interpAudio` the spoken translation's (received, played, underruns, dropped, ...).
 
+import { AudioPlayer, audioSupported } from './audio-player.js';
 import { CaptionView } from './captions.js';
 import { ListenerSocket } from './listener-socket.js';
 import { loadPreference, savePreference } from './preferences.js';
 import { ScreenWakeLock } from './wake-lock.js';
 
 const ANNOUNCE_COALESCE_MS = 300;
+const SKIP_NOTICE_MS = 6000;
+const AUDIO_TAIL_MS = 4000; // after the session ends, keep listening this long after the last audio
+const AUDIO_TAIL_MAX_MS = 60_000;
 
 const root = document.getElementById('listener');
 const code = root.dataset.code;
@@ -38,6 +51,16 @@ const ui = {
   announcer: document.getElementById('announcer'),
   fontChoices: [...document.querySelectorAll('input[name="font"]')],
   themeChoices: [...document.querySelectorAll('input[name="theme"]')],
+  audioPanel: document.getElementById('audio-panel'),
+  audioToggle: document.getElementById('audio-toggle'),
+  audioToggleLabel: document.getElementById('audio-toggle-label'),
+  audioToggleHint: document.getElementById('audio-toggle-hint'),
+  audioControls: document.getElementById('audio-controls'),
+  audioMute: document.getElementById('audio-mute'),
+  audioVolume: document.getElementById('audio-volume'),
+  audioOnly: document.getElementById('audio-only'),
+  audioStatus: document.getElementById('audio-status'),
+  audioNotice: document.getElementById('audio-notice'),
 };
 
 const offered = [...ui.language.options].map((option) => option.value);
@@ -78,6 +101,30 @@ const finalsShown = new Set(); // CaptionView keys of finals on screen: a repeat
 const wakeLock = new ScreenWakeLock();
 Object.defineProperty(stats, 'wakeLock', { get: () => wakeLock.state, enumerable: true });
 let socket = null;
+
+const audioStats = {};
+const player = new AudioPlayer({
+  stats: audioStats,
+  volume: volumePreference(),
+  onStats: () => scheduleAudioRender(),
+});
+Object.assign(audioStats, {
+  skippedAnnounced: 0, // sentences the server skipped to keep pace, as told to the listener
+  ignoredChunks: 0, // chunks in a language no longer chosen (in flight during a switch)
+  spokenSegments: [], // segments whose speech has fully arrived (their `last` chunk), newest 500
+  rate: 1,
+  supported: audioSupported(),
+  audioOnly: false,
+});
+window.interpAudio = audioStats;
+let audioWanted = loadPreference('listen.audio') === '1'; // remembered; still needs a tap
+let lastAudioAt = 0;
+let endTimer = null;
+
+function volumePreference() {
+  const saved = Number.parseInt(loadPreference('listen.volume') ?? '', 10);
+  return Number.isFinite(saved) ? Math.min(100, Math.max(0, saved)) / 100 : 1;
+}
 
 function translationFor(language) {
   return language === sourceLanguage ? null : language;
@@ -179,16 +226,47 @@ function setSessionState(state) {
   if (!(state in STATE_TEXT)) return;
   stats.state = state;
   if (state === 'ended') {
-    // The session is over: nothing more will come, so free the connection and the screen.
-    if (socket) socket.close('session ended');
-    stats.connected = false;
-    stats.connection = 'closed';
+    // The session is over: nothing more will come, so free the connection and the screen
+    // (with spoken translation on, once the last sentences have been spoken).
+    closeAfterSpeech();
     wakeLock.disable();
   }
   renderStatus();
 }
 
+function closeSocket(reason) {
+  window.clearInterval(endTimer);
+  endTimer = null;
+  if (socket) socket.close(reason);
+  stats.connected = false;
+  stats.connection = 'closed';
+  renderStatus();
+}
+
+/** Close the socket now, or, while audio is on, once no audio has come for a few seconds:
+ * the speech of the last finals may still be on its way when the session ends. */
+function closeAfterSpeech() {
+  if (!audioStats.enabled) {
+    closeSocket('session ended');
+    return;
+  }
+  if (endTimer !== null) return;
+  const endedAt = Date.now();
+  lastAudioAt = Math.max(lastAudioAt, endedAt);
+  endTimer = window.setInterval(() => {
+    const now = Date.now();
+    const quiet = now - lastAudioAt > AUDIO_TAIL_MS;
+    if (!audioStats.enabled || (quiet && !audioStats.playing) || now - endedAt > AUDIO_TAIL_MAX_MS) {
+      closeSocket('session ended');
+    }
+  }, 500);
+}
+
 function onStatus(status, detail) {
+  if (stats.state === 'ended' && status !== 'open' && status !== 'connecting') {
+    closeSocket('session ended'); // the server let go after the end: nothing left to wait for
+    return;
+  }
   stats.connection = status;
   stats.connected = status === 'open';
   if (status === 'open') {
@@ -208,8 +286,167 @@ function onStatus(status, detail) {
 }
 
 function connect(since) {
-  socket = new ListenerSocket({ code, lang, since, onEvent, onStatus });
+  socket = new ListenerSocket({
+    code, lang, since, audio: audioStats.enabled, onEvent, onAudio, onStatus,
+  });
   socket.start();
+}
+
+// ---------------------------------------------------------------- spoken translation
+
+function onAudio(header, pcm) {
+  if (header.lang !== lang) {
+    audioStats.ignoredChunks += 1; // the language the listener just left
+    return;
+  }
+  lastAudioAt = Date.now();
+  if (typeof header.rate === 'number') audioStats.rate = header.rate;
+  player.push(header, pcm);
+  if (header.last !== false && Number.isInteger(header.segment)) {
+    audioStats.spokenSegments.push(header.segment);
+    if (audioStats.spokenSegments.length > 500) audioStats.spokenSegments.shift();
+  }
+  const skipped = Number(header.skipped) || 0;
+  if (skipped > 0 && audioStats.enabled) noticeSkipped(skipped);
+}
+
+let noticeTimer = null;
+
+/** Tell the listener (on screen and to screen readers) that sentences were left out. */
+function noticeSkipped(count) {
+  audioStats.skippedAnnounced += count;
+  ui.audioNotice.textContent = count === 1
+    ? 'Skipped 1 sentence to catch up with the speaker.'
+    : `Skipped ${count} sentences to catch up with the speaker.`;
+  ui.audioNotice.dataset.shown = '';
+  window.clearTimeout(noticeTimer);
+  noticeTimer = window.setTimeout(() => {
+    delete ui.audioNotice.dataset.shown;
+    ui.audioNotice.textContent = '';
+  }, SKIP_NOTICE_MS);
+}
+
+function turnAudioOn() {
+  if (!audioStats.supported) return;
+  let starting;
+  try {
+    starting = player.start(); // inside the tap: creates or resumes the AudioContext
+  } catch (error) {
+    console.warn('spoken translation could not start', error);
+    audioStats.context = 'failed';
+    renderAudio();
+    return;
+  }
+  audioWanted = true;
+  savePreference('listen.audio', '1');
+  if (socket) socket.setAudio(true);
+  renderAudio();
+  starting.then(renderAudio, (error) => {
+    console.warn('spoken translation could not start', error);
+    renderAudio();
+  });
+}
+
+function turnAudioOff() {
+  player.stop();
+  audioWanted = false;
+  savePreference('listen.audio', '0');
+  if (socket) socket.setAudio(false);
+  renderAudio();
+}
+
+function setAudioOnly(on, save = true) {
+  audioStats.audioOnly = on;
+  if (on) root.dataset.audioOnly = '';
+  else delete root.dataset.audioOnly;
+  document.body.classList.toggle('audio-only', on);
+  ui.audioOnly.setAttribute('aria-pressed', String(on));
+  if (save) savePreference('listen.audioOnly', on ? '1' : '0');
+  if (view.following) view.jumpToLive();
+}
+
+let audioRenderPending = false;
+
+function scheduleAudioRender() {
+  if (audioRenderPending) return;
+  audioRenderPending = true;
+  window.requestAnimationFrame(() => {
+    audioRenderPending = false;
+    renderAudio();
+  });
+}
+
+function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text;
+}
+
+/** Whether anything is spoken in the chosen language (the original is heard from the speaker). */
+function spokenLanguage() {
+  return translationFor(lang) !== null;
+}
+
+function audioStatusText() {
+  if (!audioStats.supported) return 'This browser cannot play spoken translation.';
+  if (audioStats.context === 'failed') return 'Spoken translation could not start on this device.';
+  if (!spokenLanguage()) {
+    return audioStats.enabled
+      ? 'The original language is not spoken: choose a translation above to hear it.'
+      : 'Choose a translation above to hear it spoken.';
+  }
+  if (!audioStats.enabled) return '';
+  if (audioStats.context !== 'running') return 'Starting audio…';
+  const where = languageNames[lang] || lang;
+  if (audioStats.muted) return `Muted (${where}).`;
+  if (audioStats.playing) {
+    return audioStats.rate > 1.05
+      ? `Speaking ${where}, a little faster to keep up.`
+      : `Speaking ${where}.`;
+  }
+  return `Listening in ${where}: waiting for the next sentence.`;
+}
+
+function renderAudio() {
+  const on = audioStats.enabled;
+  ui.audioPanel.dataset.audio = on ? (audioStats.playing ? 'playing' : 'on') : 'off';
+  ui.audioToggle.disabled = !audioStats.supported || (!on && !spokenLanguage());
+  ui.audioToggle.dataset.on = on ? '1' : '0';
+  ui.audioToggle.setAttribute(
+    'aria-label',
+    on ? 'Pause: turn off spoken translation' : 'Listen: turn on spoken translation',
+  );
+  setText(ui.audioToggleLabel, on ? 'Pause' : 'Listen');
+  setText(
+    ui.audioToggleHint,
+    on ? 'Spoken translation is on'
+      : (audioWanted ? 'Tap to resume spoken translation' : 'Turn on spoken translation'),
+  );
+  ui.audioControls.hidden = !on;
+  ui.audioMute.setAttribute('aria-pressed', String(audioStats.muted));
+  ui.audioMute.dataset.muted = audioStats.muted ? '1' : '0';
+  setText(ui.audioStatus, audioStatusText());
+}
+
+function initAudio() {
+  // Only translations are spoken: a session without any has nothing to listen to.
+  ui.audioPanel.hidden = offered.length < 2;
+  ui.audioVolume.value = String(Math.round(audioStats.volume * 100));
+  ui.audioToggle.addEventListener('click', () => {
+    if (audioStats.enabled) turnAudioOff();
+    else turnAudioOn();
+  });
+  ui.audioMute.addEventListener('click', () => player.setMuted(!audioStats.muted));
+  ui.audioVolume.addEventListener('input', () => {
+    const volume = Number(ui.audioVolume.value) / 100;
+    player.setVolume(volume);
+    if (volume > 0 && audioStats.muted) player.setMuted(false);
+    savePreference('listen.volume', String(Math.round(volume * 100)));
+  });
+  ui.audioOnly.addEventListener('click', () => setAudioOnly(!audioStats.audioOnly));
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible') player.wake();
+  });
+  setAudioOnly(!ui.audioPanel.hidden && loadPreference('listen.audioOnly') === '1', false);
+  renderAudio();
 }
 
 // ---------------------------------------------------------------- language
@@ -235,8 +472,10 @@ function setLanguage(next) {
     if (key.startsWith('t:')) finalsShown.delete(key); // the server backfills the new language
   }
   view.setTranslation(translationFor(lang));
+  player.clear(); // speech queued in the old language is not what the listener wants now
   if (socket) socket.setLanguage(lang);
   renderLanguage();
+  renderAudio();
 }
 
 // ---------------------------------------------------------------- display preferences
@@ -301,6 +540,7 @@ function initMenus() {
 ui.language.addEventListener('change', () => setLanguage(ui.language.value));
 window.addEventListener('pagehide', () => {
   if (socket) socket.close('page closed');
+  if (audioStats.enabled) player.stop(); // back from the cache, it needs a tap again
   wakeLock.disable();
 });
 window.addEventListener('pageshow', (event) => {
@@ -308,10 +548,12 @@ window.addEventListener('pageshow', (event) => {
   if (!event.persisted || stats.state === 'ended') return;
   connect(socket ? socket.lastSeq : 0);
   wakeLock.enable();
+  renderAudio();
 });
 
 initDisplay();
 initMenus();
+initAudio();
 renderLanguage();
 renderStatus();
 connect(0);

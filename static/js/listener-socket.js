@@ -10,6 +10,13 @@
 // Close codes that no retry can fix (1008: no such session or origin refused; 1003: the request
 // itself is wrong) end the socket for good. 1013 (too far behind, or the session is full) and
 // everything else is retried.
+//
+// Spoken translation (optional): with `audio: true` the socket asks for it (`audio=1` in the URL,
+// or `{"type": "audio", "enabled": ...}` on an open socket). Each chunk is a text header
+// (`type: "audio"`) followed by exactly one binary message with its PCM; the two are paired here
+// and handed to `onAudio(header, pcm)` (pcm an ArrayBuffer). A binary message without a header
+// just before it is ignored. Audio is live only: it is never backfilled, so its `seq` does not
+// move `lastSeq` (a reconnect asks for what came after the last caption or state event).
 
 const BASE_DELAY_MS = 500;
 const MAX_DELAY_MS = 15_000;
@@ -31,16 +38,21 @@ export function backoffDelay(attempt, random = Math.random) {
 export class ListenerSocket {
   /**
    * @param {{code: string, lang: string, since?: number,
+   *          audio?: boolean,
    *          onEvent: (event: object) => void,
+   *          onAudio?: (header: object, pcm: ArrayBuffer) => void,
    *          onStatus: (status: string, detail: object) => void}} options
    *   onStatus gets 'connecting', 'open', 'reconnecting' ({attempt, delayMs, code, reason}),
    *   'offline', or 'failed' ({code, reason}: closed for good by the server).
    */
-  constructor({ code, lang, since = 0, onEvent, onStatus }) {
+  constructor({ code, lang, since = 0, audio = false, onEvent, onAudio = () => {}, onStatus }) {
     this.code = code;
     this.lang = lang;
+    this.audio = Boolean(audio);
     this.lastSeq = since;
     this.onEvent = onEvent;
+    this.onAudio = onAudio;
+    this.audioHeader = null; // the `audio` header whose PCM is the next binary message
     this.onStatus = onStatus;
     this.ws = null;
     this.attempt = 0;
@@ -74,6 +86,13 @@ export class ListenerSocket {
     if (this.connected) this.ws.send(JSON.stringify({ type: 'language', lang }));
   }
 
+  /** Ask for spoken translation, or stop it, without reconnecting (and on every reconnect). */
+  setAudio(enabled) {
+    this.audio = Boolean(enabled);
+    if (!this.audio) this.audioHeader = null;
+    if (this.connected) this.ws.send(JSON.stringify({ type: 'audio', enabled: this.audio }));
+  }
+
   /** Close for good (the session ended, or the page is going away). */
   close(reason = 'listener left') {
     this.stopped = true;
@@ -90,8 +109,12 @@ export class ListenerSocket {
     if (this.stopped) return;
     this.gotMessage = false;
     this.onStatus('connecting', { attempt: this.attempt });
-    const ws = new WebSocket(listenSocketUrl(this.code, { lang: this.lang, since: this.lastSeq }));
+    const ws = new WebSocket(
+      listenSocketUrl(this.code, { lang: this.lang, since: this.lastSeq, audio: this.audio }),
+    );
+    ws.binaryType = 'arraybuffer';
     this.ws = ws;
+    this.audioHeader = null;
     ws.addEventListener('open', () => {
       if (this.ws !== ws) return;
       this.opens += 1;
@@ -106,7 +129,16 @@ export class ListenerSocket {
   }
 
   #onMessage(message) {
-    if (typeof message.data !== 'string') return; // spoken audio: not requested (audio=0)
+    if (typeof message.data !== 'string') {
+      // The PCM of the header just before it (audio=1).
+      const header = this.audioHeader;
+      this.audioHeader = null;
+      if (header && this.audio && message.data instanceof ArrayBuffer) {
+        this.onAudio(header, message.data);
+      }
+      return;
+    }
+    this.audioHeader = null; // a header not followed by its PCM: nothing to pair it with
     let event;
     try {
       event = JSON.parse(message.data);
@@ -117,6 +149,10 @@ export class ListenerSocket {
     if (!this.gotMessage) {
       this.gotMessage = true;
       this.attempt = 0; // the server is serving us again: start the backoff afresh next time
+    }
+    if (event && event.type === 'audio') {
+      this.audioHeader = event;
+      return;
     }
     if (typeof event.seq === 'number' && event.seq > this.lastSeq) this.lastSeq = event.seq;
     this.onEvent(event);

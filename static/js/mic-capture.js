@@ -18,11 +18,15 @@ export async function listMicrophones() {
 
 export class MicCapture {
   /**
-   * @param {{onFrame: (pcm: ArrayBuffer) => void, onLevel?: (level: {rms: number, peak: number}) => void}} handlers
+   * @param {{onFrame: (pcm: ArrayBuffer) => void, onLevel?: (level: {rms: number, peak: number}) => void,
+   *          voiceProcessing?: boolean}} handlers
+   *   voiceProcessing: the browser's echo cancellation and noise suppression on (for WebRTC,
+   *   where the track itself is sent and the peer may be a phone on speaker).
    */
-  constructor({ onFrame, onLevel }) {
+  constructor({ onFrame, onLevel, voiceProcessing = false }) {
     this.onFrame = onFrame;
     this.onLevel = onLevel || (() => {});
+    this.voiceProcessing = voiceProcessing;
     this.context = null;
     this.stream = null;
     this.source = null;
@@ -64,8 +68,8 @@ export class MicCapture {
     // gain stays on: quiet laptop microphones are the commoner problem.
     const audio = {
       channelCount: { ideal: 1 },
-      echoCancellation: false,
-      noiseSuppression: false,
+      echoCancellation: this.voiceProcessing,
+      noiseSuppression: this.voiceProcessing,
       autoGainControl: true,
     };
     if (deviceId) audio.deviceId = { exact: deviceId };

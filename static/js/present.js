@@ -11,6 +11,8 @@
 import { CaptionView } from './captions.js';
 import { MicCapture, TARGET_RATE, listMicrophones } from './mic-capture.js';
 import { PresenterSocket } from './presenter-socket.js';
+import { PresenterPeer } from './presenter-webrtc.js';
+import { loadPreference, savePreference } from './preferences.js';
 
 const root = document.getElementById('console');
 const code = root.dataset.code;
@@ -19,6 +21,7 @@ const language = root.dataset.language;
 const ui = {
   micSelect: document.getElementById('mic-select'),
   micHint: document.getElementById('mic-hint'),
+  transport: document.getElementById('transport-select'),
   levelBar: document.getElementById('level-bar'),
   start: document.getElementById('start-button'),
   stop: document.getElementById('stop-button'),
@@ -49,6 +52,7 @@ const stats = {
   captions: { draft: 0, final: 0 },
   state: 'idle',
   inputRate: null,
+  transport: 'websocket', // how the audio goes: websocket (PCM) | webrtc (Opus over RTP)
   lagSeconds: 0,
   listeners: null,
   session: 'unknown', // the session's own state: waiting | live | ended
@@ -131,6 +135,7 @@ function setState(state) {
   ui.start.disabled = busy || !token || state === 'closed';
   ui.endSession.disabled = !token || state === 'closed' || state === 'stopping';
   ui.stop.disabled = !(state === 'live' || state === 'starting');
+  if (ui.transport) ui.transport.disabled = busy;
   if (state === 'live') {
     liveSince = performance.now();
     if (!clock) clock = window.setInterval(renderStatus, 1000);
@@ -202,6 +207,7 @@ async function refreshMicrophones(activeDeviceId = null) {
 
 function newCapture() {
   return new MicCapture({
+    voiceProcessing: stats.transport === 'webrtc',
     onFrame: (pcm) => {
       if (!socket) return;
       socket.send(pcm);
@@ -219,6 +225,45 @@ async function openMicrophone(current) {
   const track = current.stream && current.stream.getAudioTracks()[0];
   const deviceId = track && track.getSettings ? track.getSettings().deviceId : null;
   await refreshMicrophones(deviceId);
+  return track;
+}
+
+// ---------------------------------------------------------------- transport
+
+function chosenTransport() {
+  const saved = loadPreference('transport');
+  return saved === 'webrtc' && 'RTCPeerConnection' in window ? 'webrtc' : 'websocket';
+}
+
+function setTransport(value, remember = true) {
+  stats.transport = value === 'webrtc' ? 'webrtc' : 'websocket';
+  if (ui.transport) ui.transport.value = stats.transport;
+  if (remember) savePreference('transport', stats.transport);
+}
+
+/** Open the chosen transport: PCM frames over the presenter WebSocket (frames captured before
+ * "ready" wait in the socket), or the microphone's own track over WebRTC. */
+async function connectTransport(current) {
+  if (stats.transport === 'webrtc') {
+    // Connect first, then open the microphone onto the live connection: nothing said while
+    // ICE and DTLS complete is lost (a track does not buffer like the socket's queue).
+    const peer = new PresenterPeer({ code, token, onEvent: onServerEvent, onClose: onSocketClose });
+    socket = peer;
+    await peer.connect();
+    await peer.replaceTrack(await openMicrophone(current));
+    return peer;
+  }
+  const thisSocket = new PresenterSocket({
+    code,
+    token,
+    language,
+    sampleRate: TARGET_RATE,
+    onEvent: onServerEvent,
+    onClose: onSocketClose,
+  });
+  socket = thisSocket;
+  await Promise.all([openMicrophone(current), thisSocket.connect()]);
+  return thisSocket;
 }
 
 // ---------------------------------------------------------------- start / stop
@@ -266,21 +311,11 @@ async function startStreaming() {
   const current = newCapture();
   capture = current;
   current.prepare(); // inside the click: lets the AudioContext start under autoplay rules
-  const thisSocket = new PresenterSocket({
-    code,
-    token,
-    language,
-    sampleRate: TARGET_RATE,
-    onEvent: onServerEvent,
-    onClose: onSocketClose,
-  });
-  socket = thisSocket;
   try {
-    // Microphone and socket open together; frames captured before "ready" wait in the socket.
-    await Promise.all([openMicrophone(current), thisSocket.connect()]);
+    await connectTransport(current);
   } catch (error) {
-    if (socket === thisSocket) {
-      thisSocket.abort('could not start');
+    if (socket) {
+      socket.abort('could not start');
       socket = null;
     }
     if (capture === current) capture = null;
@@ -320,7 +355,8 @@ async function switchMicrophone() {
   capture = current;
   await old.close();
   try {
-    await openMicrophone(current);
+    const track = await openMicrophone(current);
+    if (socket && socket.replaceTrack) await socket.replaceTrack(track);
   } catch (error) {
     showError(describeError(error));
     await stopStreaming();
@@ -436,6 +472,7 @@ async function endSession() {
 ui.start.addEventListener('click', startStreaming);
 ui.stop.addEventListener('click', stopStreaming);
 ui.micSelect.addEventListener('change', switchMicrophone);
+if (ui.transport) ui.transport.addEventListener('change', () => setTransport(ui.transport.value));
 if (ui.copyLink) {
   ui.copyLink.addEventListener('click', () => copyText(ui.listenLink.href, ui.copyLink));
 }
@@ -465,6 +502,7 @@ document.addEventListener('visibilitychange', () => {
 
 ui.listenLink.textContent = ui.listenLink.href; // absolute, ready to read out or paste
 ui.joinOrigin.textContent = window.location.host;
+setTransport(chosenTransport(), false);
 setState('idle');
 renderTranscriptLinks();
 refreshFacts().then(scheduleFacts);

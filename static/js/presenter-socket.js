@@ -37,17 +37,22 @@ export function presentSocketUrl(code, location = window.location) {
 export class PresenterSocket {
   /**
    * @param {{code: string, token: string, language: string, sampleRate: number,
-   *          onEvent: (event: object) => void, onClose: (error: SocketClosedError|null) => void}} options
+   *          onEvent: (event: object) => void, onClose: (error: SocketClosedError|null) => void,
+   *          pendingLimit?: number}} options
    *   onEvent gets every server event except "ready" and "ended"; onClose gets null after a
-   *   normal end (1000 following "ended") and a SocketClosedError otherwise.
+   *   normal end (1000 following "ended") and a SocketClosedError otherwise. pendingLimit: how
+   *   many frames to hold before "ready" (default 50; keep it under the server's 10 s burst).
    */
-  constructor({ code, token, language, sampleRate, onEvent, onClose }) {
+  constructor({
+    code, token, language, sampleRate, onEvent, onClose, pendingLimit = PENDING_LIMIT,
+  }) {
     this.code = code;
     this.token = token;
     this.language = language;
     this.sampleRate = sampleRate;
     this.onEvent = onEvent;
     this.onClose = onClose;
+    this.pendingLimit = pendingLimit;
     this.ws = null;
     this.ready = false;
     this.ended = false;
@@ -86,7 +91,7 @@ export class PresenterSocket {
     if (this.closed || this.ended) return false;
     if (!this.ready) {
       this.pending.push(pcm);
-      if (this.pending.length > PENDING_LIMIT) {
+      if (this.pending.length > this.pendingLimit) {
         this.pending.shift();
         this.framesDropped += 1;
       }

@@ -141,7 +141,9 @@ async def test_spanish_speech_gets_whisper_translated_english_finals(
     # The two clips back to back, one second of silence between them, as one talk.
     silence = b"\x00\x00" * 16000
     pcm = silence.join(read_wav(EVAL / "fleurs_st" / str(c["audio"]))[0] for c in clips)
-    run = await stream_recording(server.url, pcm + silence, 16000, speed=4.0, session=session)
+    run = await stream_recording(
+        server.url, pcm + silence, 16000, speed=4.0, session=session, language="es"
+    )
     spanish_finals = [e for e in run.finals() if e["source"] and e["text"]]
     assert spanish_finals
 

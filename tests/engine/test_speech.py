@@ -65,10 +65,17 @@ def test_pieces_split_sentences_and_long_sentences_at_clauses() -> None:
     [pieces] = speech_pieces(long, clause_chars=80)
     assert len(pieces) == 3
     assert " ".join(pieces) == long
-    # Short clauses are joined, never spoken alone.
-    assert speech_pieces("Yes, no, maybe, " + "x" * 90, clause_chars=80) == [
-        ["Yes, no, maybe, " + "x" * 90]
+    # Short clauses are joined, never spoken alone (after the first sentence).
+    assert speech_pieces("Go. Yes, no, maybe, " + "x" * 90, clause_chars=80) == [
+        ["Go."],
+        ["Yes, no, maybe, " + "x" * 90],
     ]
+    # The first piece is short, so that audio starts soon: cut at a word when no clause.
+    first = speech_pieces("The quick brown fox jumps over the lazy dog and runs into the wood.")
+    assert [len(p) <= 48 for p in first[0]] == [True, True]
+    assert (
+        " ".join(first[0]) == "The quick brown fox jumps over the lazy dog and runs into the wood."
+    )
     assert speech_pieces("   ") == []
 
 
