@@ -27,6 +27,13 @@ def _prepare(settings: Settings) -> None:
         if spec in BUNDLED or "/" in spec:
             resolved = resolve_whisper(spec, settings.cache_dir)
             print(f"asr {language}: {resolved.label} at {resolved.model}")
+    if settings.speech:
+        from models.voices import verify_voice, voice_plan
+
+        for language, spec in sorted(voice_plan(settings.voices).items()):
+            if spec.backend == "piper":
+                verify_voice(spec)
+                print(f"voice {language}: {spec.name} at {spec.model}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,7 +36,10 @@ class ProtocolViolation(Exception):
         self.reason = reason
 
 
-def _parse_start(message: dict[str, Any], session: Session, services: Services) -> tuple[int, str]:
+def _parse_start(
+    message: dict[str, Any], session: Session, services: Services
+) -> tuple[int, str, bool]:
+    """(sample rate, language or "auto", fast finals) of a valid ``start`` message."""
     text = message.get("text")
     if text is None:
         raise ProtocolViolation(1003, "expected a text 'start' message before any audio")
@@ -54,15 +57,19 @@ def _parse_start(message: dict[str, Any], session: Session, services: Services) 
     rate = data.get("sample_rate", 16000)
     if not isinstance(rate, int) or isinstance(rate, bool) or not MIN_RATE <= rate <= MAX_RATE:
         raise ProtocolViolation(1003, f"sample_rate must be an integer {MIN_RATE}-{MAX_RATE}")
+    finals = data.get("finals", "careful")
+    if finals not in ("careful", "fast"):
+        raise ProtocolViolation(1003, 'finals must be "careful" or "fast"')
+    fast = finals == "fast"
     language = data.get("language", session.record.source_language)
     if language == AUTO:  # detected among the session's languages (Session.open_stream)
-        return rate, language
+        return rate, language, fast
     if not isinstance(language, str) or not languages.is_known(language):
         raise ProtocolViolation(1003, f"unknown language {language!r}")
     language = languages.normalise(language)
     if not services.can_recognise(language):
         raise ProtocolViolation(1003, f"no recognition model for {language!r}")
-    return rate, language
+    return rate, language, fast
 
 
 async def _forward(websocket: WebSocket, subscription: Subscription) -> None:
@@ -93,11 +100,13 @@ async def present_endpoint(websocket: WebSocket) -> None:
             raise ProtocolViolation(1008, "no start message within 15 s") from None
         if first["type"] == "websocket.disconnect":
             return
-        rate, language = _parse_start(first, session, services)
+        rate, language, fast_finals = _parse_start(first, session, services)
         live = sum(1 for s in services.registry if s.stream is not None and not s.stream.finished)
         if live >= services.settings.max_live_streams:
             raise ProtocolViolation(1013, "server is at its limit of live streams")
-        stream = session.open_stream(rate, language, services.settings.limits)
+        stream = session.open_stream(
+            rate, language, services.settings.limits, fast_finals=fast_finals
+        )
         subscription = services.hub.subscribe(session.code, frozenset(), 0, counted=False)
         forwarder = asyncio.create_task(_forward(websocket, subscription))
         stream.start()

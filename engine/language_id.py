@@ -1,15 +1,16 @@
 """A stream in whichever of a few languages is spoken (a traveller's conversation on one phone).
 
 :class:`DetectingRecognizer` stands in for a :class:`~engine.recognizer.StreamingRecognizer`
-whose language is not known yet: it holds the stream's first audio until it has heard
-``min_speech_s`` of speech (or the stream stops, or ``max_wait_s`` passed), asks Whisper's
-language identification which of the ``candidates`` it is (restricted to them: the other 97
-languages Whisper knows are ignored), then hands all the held audio to a recogniser in that
-language and delegates to it from then on. Captions therefore start about ``min_speech_s``
-later than on a stream whose language was given; finals are unaffected.
+whose language is not known yet: it holds the stream's first audio until the voice activity
+detector (Silero, the same model the recogniser uses) has heard ``min_speech_s`` of speech (or
+the stream stops, or ``max_wait_s`` of speech-bearing audio passed), asks Whisper's language
+identification which of the ``candidates`` it is (restricted to them: the other languages
+Whisper knows are ignored), then hands all the held audio to a recogniser in that language
+and delegates to it from then on. Captions therefore start about ``min_speech_s`` later than
+on a stream whose language was given; finals are unaffected.
 
-Speech is told from silence by frame energy relative to the loudest frame, so a speaker who
-taps and waits before talking does not get their language guessed from silence.
+While only silence has been heard, the held audio is cut to a short lead-in, so a speaker
+who taps and waits neither has their language guessed from silence nor fills memory.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ import numpy as np
 from engine.audio import SAMPLE_RATE
 from engine.events import Caption
 from engine.recognizer import StreamingRecognizer
+from engine.vad import WINDOW
 
 log = logging.getLogger(__name__)
 
 Samples = np.ndarray
 FRAME = SAMPLE_RATE * 30 // 1000
+LEAD_IN = SAMPLE_RATE // 2
+"""Samples of silence kept before the first speech."""
 
 
 class LanguageIdentifier(Protocol):
@@ -37,9 +41,10 @@ class LanguageIdentifier(Protocol):
         ...
 
 
-def speech_start(audio: Samples, floor: float = 0.01, relative: float = 0.1) -> tuple[int, float]:
-    """(sample where speech starts, seconds of speech) by 30 ms frame energy: a frame is
-    speech when its RMS is over ``floor`` and over ``relative`` times the loudest frame's."""
+def speech_start(audio: Samples, floor: float = 1e-4, relative: float = 0.1) -> tuple[int, float]:
+    """(sample where speech starts, seconds of speech) of a whole recording by 30 ms frame
+    energy: a frame is speech when its RMS is over ``floor`` and over ``relative`` times the
+    loudest frame's. For offline analysis (benches); live streams use the VAD."""
     frames = len(audio) // FRAME
     if frames == 0:
         return 0, 0.0
@@ -58,22 +63,32 @@ class DetectingRecognizer:
         self,
         candidates: Sequence[str],
         identify: Callable[[Samples, Sequence[str]], Awaitable[dict[str, float]]],
-        make: Callable[[str], StreamingRecognizer],
+        make: Callable[[str, float], StreamingRecognizer],
+        score: Callable[[Samples], Awaitable[np.ndarray]],
         *,
         start_time: float = 0.0,
         min_speech_s: float = 1.5,
         max_wait_s: float = 6.0,
+        threshold: float = 0.5,
     ) -> None:
+        """``make(language, start_time)`` builds the recogniser; ``score`` gives the speech
+        probability of each 512-sample window of the audio passed (a streaming VAD: each
+        call continues the previous one)."""
         if len(candidates) < 2:
             raise ValueError("language detection needs at least two candidate languages")
         self.candidates = tuple(candidates)
         self._identify = identify
         self._make = make
+        self._score = score
         self._start_time = start_time
         self.min_speech_s = min_speech_s
         self.max_wait_s = max_wait_s
+        self.threshold = threshold
         self._held: list[Samples] = []
         self._held_samples = 0
+        self._unscored: list[Samples] = []
+        self._probs: list[float] = []
+        """One per scored window since the first held sample (dropped with the silence)."""
         self._inner: StreamingRecognizer | None = None
         self.language: str | None = None
         self.probabilities: dict[str, float] = {}
@@ -108,6 +123,7 @@ class DetectingRecognizer:
             self._inner.push(samples)
         else:
             self._held.append(samples)
+            self._unscored.append(samples)
             self._held_samples += len(samples)
 
     async def step(self, *, draft: bool = True) -> list[Caption]:
@@ -127,21 +143,29 @@ class DetectingRecognizer:
     async def _try_detect(self, *, final: bool) -> bool:
         if not self._held:
             return False
+        if self._unscored:
+            fresh = np.concatenate(self._unscored)
+            self._unscored.clear()
+            self._probs.extend(float(p) for p in await self._score(fresh))
         audio = np.concatenate(self._held)
-        start, speech = speech_start(audio)
-        waited = len(audio) / SAMPLE_RATE
-        if speech == 0.0:
+        voiced = [i for i, p in enumerate(self._probs) if p >= self.threshold]
+        if not voiced:
             if not final:  # only silence yet: keep a short lead-in, not a growing buffer
-                keep = audio[-SAMPLE_RATE // 2 :]
-                self._start_time += (len(audio) - len(keep)) / SAMPLE_RATE
-                self._held, self._held_samples = [keep], len(keep)
+                drop = max(0, (len(audio) - LEAD_IN) // WINDOW * WINDOW)
+                drop = min(drop, len(self._probs) * WINDOW)
+                self._start_time += drop / SAMPLE_RATE
+                self._held, self._held_samples = [audio[drop:]], len(audio) - drop
+                del self._probs[: drop // WINDOW]
             return False  # (at the end: nothing was said, nothing to recognise)
+        speech = len(voiced) * WINDOW / SAMPLE_RATE
+        waited = (len(audio) - voiced[0] * WINDOW) / SAMPLE_RATE
         if not final and speech < self.min_speech_s and waited < self.max_wait_s:
             return False
-        self.probabilities = await self._identify(audio[start:], self.candidates)
+        first = max(0, voiced[0] * WINDOW - WINDOW)
+        self.probabilities = await self._identify(audio[first:], self.candidates)
         self.language = max(self.candidates, key=lambda c: self.probabilities.get(c, 0.0))
         log.info("detected %s (%s)", self.language, self.probabilities)
-        self._inner = self._make(self.language)
+        self._inner = self._make(self.language, self._start_time)
         self._inner.push(audio)
         self._held.clear()
         return True

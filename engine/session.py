@@ -220,28 +220,36 @@ class Session:
         if self.speaker is not None:
             await self.speaker.close()
 
-    def open_stream(self, sample_rate: int, language: str, limits: StreamLimits) -> PresenterStream:
+    def open_stream(
+        self, sample_rate: int, language: str, limits: StreamLimits, *, fast_finals: bool = False
+    ) -> PresenterStream:
         """A presenter stream in ``language``, or ``"auto"``: whichever of the session's
-        offered languages is spoken, detected from the first speech."""
+        offered languages is spoken, detected from the first speech. ``fast_finals``: finals
+        decode in the short window, about half a second sooner with Whisper base and
+        slightly less accurate (a conversation turn, where someone waits for each final)."""
         if self.state == "ended":
             raise StreamError(1008, "session has ended")
         if self.stream is not None and not self.stream.finished:
             raise StreamError(1013, "another stream is already presenting in this session")
         recognizer: StreamingRecognizer | DetectingRecognizer
         if language == AUTO:
-            recognizer = self._detecting_recognizer()
+            recognizer = self._detecting_recognizer(fast_finals)
         else:
-            recognizer = self._recognizer(language, self.audio_time)
+            recognizer = self._recognizer(language, self.audio_time, fast_finals)
         self.stream = PresenterStream(self, recognizer, sample_rate, limits)
         return self.stream
 
-    def _recognizer(self, language: str, start_time: float) -> StreamingRecognizer:
+    def _recognizer(
+        self, language: str, start_time: float, fast_finals: bool = False
+    ) -> StreamingRecognizer:
         transcriber = self._pipeline.transcriber_for(language)
         if transcriber is None:
             raise StreamError(1003, f"no recognition model for language {language!r}")
         config = self._pipeline.recognizer_config(language)
         if self.translators:
             config = replace(config, keep_final_audio=True)
+        if fast_finals:
+            config = replace(config, refine_full_window=False)
         return StreamingRecognizer(
             transcriber,  # type: ignore[arg-type]
             StreamingVad(self._pipeline.vad_model),
@@ -252,7 +260,7 @@ class Session:
             context=self.contexts.get(language, ""),
         )
 
-    def _detecting_recognizer(self) -> DetectingRecognizer:
+    def _detecting_recognizer(self, fast_finals: bool = False) -> DetectingRecognizer:
         offered = [self.record.source_language, *self.record.target_languages]
         candidates = [c for c in offered if self._pipeline.transcriber_for(c) is not None]
         identifier = self._pipeline.transcribers.get("*")
@@ -262,16 +270,21 @@ class Session:
                 "automatic language detection needs a session offering two or more "
                 "languages and the multilingual recognition model",
             )
-        start = self.audio_time
+        vad = StreamingVad(self._pipeline.vad_model)
+        pool = self._pipeline.asr_pool
 
         async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
-            return await self._pipeline.asr_pool.run(identifier.identify, audio, among)  # type: ignore[union-attr]
+            return await pool.run(identifier.identify, audio, among)  # type: ignore[union-attr]
+
+        async def score(audio: np.ndarray) -> np.ndarray:
+            return await pool.run(vad.process, audio)
 
         return DetectingRecognizer(
             candidates,
             identify,
-            lambda language: self._recognizer(language, start),
-            start_time=start,
+            lambda language, start: self._recognizer(language, start, fast_finals),
+            score,
+            start_time=self.audio_time,
         )
 
     def stream_closed(self, stream: PresenterStream) -> None:

@@ -176,6 +176,13 @@ def load_voice(spec: VoiceSpec) -> PiperSynthesizer | EspeakSynthesizer:
         if shutil.which(ESPEAK) is None:
             raise ModelError("espeak-ng is not installed: sudo apt-get install espeak-ng")
         return EspeakSynthesizer(spec.model)
+    model, config = verify_voice(spec)
+    return PiperSynthesizer(model, config)
+
+
+def verify_voice(spec: VoiceSpec) -> tuple[Path, Path]:
+    """The model and config paths of a Piper voice, checksum-verified (the bundled voice
+    against its pinned SHA-256s, a user's against a ``SHA256SUMS`` beside it if present)."""
     model = Path(spec.model).expanduser()
     config = model.with_name(model.name + ".json")
     if not model.is_file() or not config.is_file():
@@ -188,7 +195,7 @@ def load_voice(spec: VoiceSpec) -> PiperSynthesizer | EspeakSynthesizer:
         verify_files(
             model.parent, {n: expected[n] for n in (model.name, config.name) if n in expected}
         )
-    return PiperSynthesizer(model, config)
+    return model, config
 
 
 class VoiceBank:

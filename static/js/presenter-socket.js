@@ -42,13 +42,15 @@ export class PresenterSocket {
    *   onEvent gets every server event except "ready" and "ended"; onClose gets null after a
    *   normal end (1000 following "ended") and a SocketClosedError otherwise. pendingLimit: how
    *   many frames to hold before "ready" (default 50; keep it under the server's 10 s burst).
+   *   `finals` (optional): "fast" asks for the quicker final decode (conversation turns).
    */
   constructor({
-    code, token, language, sampleRate, onEvent, onClose, pendingLimit = PENDING_LIMIT,
+    code, token, language, sampleRate, onEvent, onClose, pendingLimit = PENDING_LIMIT, finals = null,
   }) {
     this.code = code;
     this.token = token;
     this.language = language;
+    this.finals = finals;
     this.sampleRate = sampleRate;
     this.onEvent = onEvent;
     this.onClose = onClose;
@@ -79,6 +81,7 @@ export class PresenterSocket {
           sample_rate: this.sampleRate,
           encoding: 'pcm_s16le',
           language: this.language,
+          ...(this.finals ? { finals: this.finals } : {}),
         }));
       });
       ws.addEventListener('message', (event) => this.#onMessage(event));

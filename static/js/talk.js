@@ -502,6 +502,7 @@ function startTurn(side) {
     code: stats.code,
     token,
     language: auto ? 'auto' : lang,
+    finals: 'fast', // someone is waiting for each turn's final: the quicker decode
     sampleRate: TARGET_RATE,
     pendingLimit: PENDING_FRAMES,
     onEvent: (event) => onPresenterEvent(current, event),

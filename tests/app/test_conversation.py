@@ -25,7 +25,12 @@ SPANISH = EVAL / "asr_short" / "es" / "mls_es_13697_11991_000000.wav"
 
 
 async def _turn(
-    server: ServerProcess, session: dict[str, str], wav: object, language: str, seen: set[int]
+    server: ServerProcess,
+    session: dict[str, str],
+    wav: object,
+    language: str,
+    seen: set[int],
+    finals: str = "careful",
 ) -> str:
     """One turn: stream ``wav`` (first 8 s) as ``language`` at 2x real time; return the
     language of its source finals (the presenter socket also replays earlier turns' finals,
@@ -43,6 +48,7 @@ async def _turn(
                     "sample_rate": rate,
                     "encoding": "pcm_s16le",
                     "language": language,
+                    "finals": finals,
                 }
             )
         )
@@ -79,7 +85,7 @@ async def test_turns_in_either_language_are_translated_and_spoken_both_ways(
     seen: set[int] = set()
     assert await _turn(server, session, ENGLISH, "auto", seen) == "en"
     assert await _turn(server, session, SPANISH, "auto", seen) == "es"
-    assert await _turn(server, session, SPANISH, "es", seen) == "es"
+    assert await _turn(server, session, SPANISH, "es", seen, finals="fast") == "es"
 
     def segments(heard: Heard, lang: str, source: bool) -> set[int]:
         return {
@@ -145,3 +151,15 @@ async def test_auto_needs_two_languages(server: ServerProcess) -> None:
             await ws.recv()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1003
     assert "two or more languages" in closed.value.rcvd.reason
+
+
+async def test_finals_must_be_careful_or_fast(server: ServerProcess) -> None:
+    session = create_session(server.url)
+    url = server.url.replace("http://", "ws://") + f"/ws/present/{session['code']}"
+    async with websockets.connect(url) as ws:
+        start = {"type": "start", "token": session["presenter_token"], "finals": "quick"}
+        await ws.send(json.dumps(start))
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await ws.recv()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1003
+    assert "finals" in closed.value.rcvd.reason

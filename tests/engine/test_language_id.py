@@ -15,7 +15,8 @@ from tests.support import EVAL, read_wav
 
 
 class FakeRecognizer:
-    def __init__(self, language: str) -> None:
+    def __init__(self, language: str, start_time: float = 0.0) -> None:
+        self.start_time = start_time
         self.language = language
         self.pushed = 0
         self.context = ""
@@ -36,7 +37,15 @@ class FakeRecognizer:
         return None
 
 
-def _tone(seconds: float, level: float = 0.3) -> np.ndarray:
+async def _score(audio: np.ndarray) -> np.ndarray:
+    """A fake VAD: a 512-sample window is speech when it is not silent."""
+    windows = len(audio) // 512
+    blocks = audio[: windows * 512].reshape(windows, 512)
+    return (np.abs(blocks).max(axis=1) > 0).astype(np.float32)
+
+
+def _tone(seconds: float, level: float = 0.003) -> np.ndarray:
+    """A quiet tone (-50 dBFS): detection must not depend on loudness."""
     t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
     return (level * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
 
@@ -46,7 +55,7 @@ def _silence(seconds: float) -> np.ndarray:
 
 
 def test_speech_start_skips_leading_silence() -> None:
-    audio = np.concatenate([_silence(1.0), _tone(2.0)])
+    audio = np.concatenate([_silence(1.0), _tone(2.0, level=0.3)])
     start, speech = speech_start(audio)
     assert abs(start / SAMPLE_RATE - 1.0) < 0.05
     assert abs(speech - 2.0) < 0.05
@@ -61,11 +70,11 @@ async def test_holds_audio_until_enough_speech_then_hands_everything_over() -> N
         asked.append((len(audio), tuple(among)))
         return {"en": 0.2, "es": 0.8}
 
-    def make(language: str) -> FakeRecognizer:
-        made.append(FakeRecognizer(language))
+    def make(language: str, start: float) -> FakeRecognizer:
+        made.append(FakeRecognizer(language, start))
         return made[-1]
 
-    detector = DetectingRecognizer(("en", "es"), identify, make, min_speech_s=1.5)  # type: ignore[arg-type]
+    detector = DetectingRecognizer(("en", "es"), identify, make, _score, min_speech_s=1.5)  # type: ignore[arg-type]
     detector.push(_silence(3.0))
     assert await detector.step() == []
     assert detector.received_until == pytest.approx(3.0)  # silence dropped, time kept
@@ -74,23 +83,27 @@ async def test_holds_audio_until_enough_speech_then_hands_everything_over() -> N
     detector.push(_tone(1.0))
     events = await detector.step()
     assert detector.language == "es" and len(made) == 1
-    # The identifier heard speech only; the recogniser got the lead-in and all speech.
+    # The identifier heard the speech (from one window before it); the recogniser got the
+    # lead-in and all speech, and starts where the lead-in does.
     assert asked[0][1] == ("en", "es")
-    assert 0 <= asked[0][0] - 2 * SAMPLE_RATE < SAMPLE_RATE * 30 // 1000  # within a frame
-    assert events == [f"es:{int(2.5 * SAMPLE_RATE)}"]
+    assert 0 <= asked[0][0] - 2 * SAMPLE_RATE <= 2 * 512
+    held = made[0].pushed
+    assert 2 * SAMPLE_RATE < held <= int(2.5 * SAMPLE_RATE) + 512
+    assert made[0].start_time == pytest.approx(3.0 - (held - 2 * SAMPLE_RATE) / SAMPLE_RATE)
+    assert events == [f"es:{held}"]
     detector.push(_tone(0.5))
-    assert await detector.finish() == [f"final es:{3 * SAMPLE_RATE}"]
+    assert await detector.finish() == [f"final es:{held + SAMPLE_RATE // 2}"]
 
 
 async def test_a_short_turn_is_detected_when_it_stops() -> None:
     async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
         return {"en": 0.9, "es": 0.1}
 
-    detector = DetectingRecognizer(("en", "es"), identify, FakeRecognizer)  # type: ignore[arg-type]
+    detector = DetectingRecognizer(("en", "es"), identify, FakeRecognizer, _score)  # type: ignore[arg-type]
     detector.push(_tone(0.8))
     assert await detector.step() == []
     assert await detector.finish() == [f"final en:{int(0.8 * SAMPLE_RATE)}"]
-    silent = DetectingRecognizer(("en", "es"), identify, FakeRecognizer)  # type: ignore[arg-type]
+    silent = DetectingRecognizer(("en", "es"), identify, FakeRecognizer, _score)  # type: ignore[arg-type]
     silent.push(_silence(2.0))
     assert await silent.finish() == [] and silent.language is None
 
