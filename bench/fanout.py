@@ -97,6 +97,8 @@ class ListenerRecord:
     """``"code reason"`` of each close the listener did not ask for."""
     error: str | None = None
     """Why the listener could not connect at all."""
+    stalled: bool = False
+    """It stopped reading after connecting until told to finish (``ClientSpec.stalled``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +345,9 @@ class ClientSpec:
     indices: tuple[int, ...]
     connect_concurrency: int = CONNECT_CONCURRENCY
     open_timeout: float = 120.0
+    stalled: frozenset[int] = frozenset()
+    """Listeners (of ``indices``) that connect, then read nothing until :class:`Finish`:
+    a stalled phone. They do not wait for the audience count."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,6 +419,8 @@ class Listener:
         self._segments: frozenset[int] | None = None
         self._stopping = False
         self._ws: ClientConnection | None = None
+        self.stalled = index in spec.stalled
+        self._resume = asyncio.Event()
 
     def _url(self) -> str:
         scheme, rest = self._spec.base_url.split("://", 1)
@@ -438,6 +445,8 @@ class Listener:
                 return
             self._ws = ws
             self.joined.set()
+            if self.stalled:
+                await self._resume.wait()  # read nothing meanwhile: the buffers fill up
             try:
                 async for raw in ws:
                     self.on_message(time.time(), raw, opened_at)
@@ -474,10 +483,13 @@ class Listener:
     def expect_audience(self, listeners: int) -> None:
         self._audience_target = listeners
         self._check_settled()
+        if self.stalled:
+            self.settled.set()  # it reads nothing, so it cannot see the audience
 
     def expect_finals(self, segments: frozenset[int]) -> None:
         self._segments = segments
         self._check_complete()
+        self._resume.set()
 
     def _check_settled(self) -> None:
         if self._audience_target is not None and self._audience >= self._audience_target:
@@ -490,6 +502,7 @@ class Listener:
     async def stop(self) -> None:
         """Close the socket (normal closure) and stop reconnecting."""
         self._stopping = True
+        self._resume.set()
         ws = self._ws
         if ws is not None:
             await ws.close()
@@ -502,6 +515,7 @@ class Listener:
             reconnects=self.reconnects,
             closes=tuple(self.closes),
             error=self.error,
+            stalled=self.stalled,
         )
 
 
@@ -584,7 +598,11 @@ class ClientPool:
         return [p.pid for p in self._processes if p.pid is not None]
 
     def send(self, message: Expect | Finish) -> None:
-        for pipe in self._pipes:
+        self.send_each([message] * len(self._pipes))
+
+    def send_each(self, messages: Sequence[Expect | Finish]) -> None:
+        """One message to each client process, in the order of the specs."""
+        for pipe, message in zip(self._pipes, messages, strict=True):
             pipe.send(message)
 
     async def gather(self, kind: type[M], limit_s: float) -> list[M]:

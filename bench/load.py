@@ -1,0 +1,849 @@
+"""The load benchmark: presenters in real time with a large audience, some of it stalled.
+
+Two rounds, each against a fresh server, in this order:
+
+1. **quiet**: ``--presenters`` presenters (default 2) replay real recordings in real time, each
+   into its own session, all at once, with nobody listening;
+2. **loaded**: the same replays with ``--listeners`` listeners (default 1000) spread evenly
+   over the sessions (fan-out's listener processes), ``--stalled`` of them (default 10)
+   connecting and then reading nothing until the replays are over.
+
+It reports the presenters' caption latency in both rounds (the captions bench's per-word
+draft and final latency) and their ratio, the delay of every event at the healthy
+listeners, whether every healthy listener holds every final of its session, and what became
+of the stalled listeners. Goals (issue 8): latency within 10% of the quiet round, p99 delay
+at most 150 ms, no final lost. Definitions: docs/metrics.md, "Load".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from bench.alignment import TimedWord
+from bench.capacity import measure_presenter, presenter_recordings
+from bench.fanout import (
+    ClientPool,
+    ClientSpec,
+    CpuUse,
+    Expect,
+    Finish,
+    Joined,
+    ListenerRecord,
+    Results,
+    RssSampler,
+    Settled,
+    check_finals,
+    cpu_snapshot,
+    cpu_use,
+    default_client_processes,
+    delay_stats,
+    presenter_finals,
+    raise_fd_limit,
+    server_under_test,
+    split_listeners,
+    trimmed,
+    window_deliveries,
+)
+from bench.metrics import WordLatencies, distribution, word_latencies
+from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
+from bench.reference import DecodeSettings, cached_decode, timed_reference
+from bench.replay import Replay, create_session, present
+from bench.report import machine_info
+from bench.server import ServerHandle
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+DEFAULT_PRESENTERS = 2
+DEFAULT_LISTENERS = 1000
+DEFAULT_STALLED = 10
+MIB = 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class Goals:
+    """Issue 8's targets for the loaded round."""
+
+    latency_ratio_max: float = 1.10
+    """Each of draft/final latency p50/p95 at most this times the quiet round's."""
+    delay_p99_s: float = 0.150
+    """p99 delay of events at the healthy listeners."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSettings:
+    """What ``python -m bench load`` was asked to do."""
+
+    wavs: tuple[Path, ...]
+    out: Path
+    presenters: int = DEFAULT_PRESENTERS
+    listeners: int = DEFAULT_LISTENERS
+    stalled: int = DEFAULT_STALLED
+    seconds: float | None = None
+    client_processes: int | None = None
+    url: str | None = None
+    server_pid: int | None = None
+    ready_timeout: float = 120.0
+    settle_timeout: float = 180.0
+    drain_timeout: float = 30.0
+    cache_dir: Path = DEFAULT_OUT / "cache"
+    decode: DecodeSettings = field(default_factory=DecodeSettings)
+    goals: Goals = field(default_factory=Goals)
+
+
+# --- who listens where ---------------------------------------------------------------------
+
+
+def spread(total: int, parts: int) -> list[int]:
+    """``total`` dealt into ``parts`` counts that differ by at most one (first ones larger)."""
+    return [total // parts + (k < total % parts) for k in range(parts)]
+
+
+def stalled_indices(indices: Sequence[int], count: int) -> frozenset[int]:
+    """``count`` of ``indices`` evenly spaced (the first one included)."""
+    if count <= 0 or not indices:
+        return frozenset()
+    count = min(count, len(indices))
+    return frozenset(indices[(k * len(indices)) // count] for k in range(count))
+
+
+@dataclass(frozen=True, slots=True)
+class Audience:
+    """The listener processes: ``specs[k]`` follows session ``sessions[k]``."""
+
+    specs: tuple[ClientSpec, ...]
+    sessions: tuple[int, ...]
+
+
+def plan_audience(
+    base_url: str,
+    codes: Sequence[str],
+    listeners: int,
+    stalled: int,
+    processes: int,
+) -> Audience:
+    """Listeners ``0..listeners-1`` in consecutive blocks, one per session (as even as
+    possible), ``stalled`` of them spread the same way and evenly inside each block; each
+    session's block is dealt round-robin to its share of the client processes."""
+    per_session = spread(listeners, len(codes))
+    stalled_per_session = spread(stalled, len(codes))
+    procs_per_session = spread(max(processes, len(codes)), len(codes))
+    specs: list[ClientSpec] = []
+    sessions: list[int] = []
+    first = 0
+    for s, code in enumerate(codes):
+        block = list(range(first, first + per_session[s]))
+        first += per_session[s]
+        if not block:
+            continue
+        stuck = stalled_indices(block, stalled_per_session[s])
+        for local in split_listeners(len(block), procs_per_session[s]):
+            indices = tuple(block[i] for i in local)
+            specs.append(ClientSpec(base_url, code, indices, stalled=stuck.intersection(indices)))
+            sessions.append(s)
+    return Audience(tuple(specs), tuple(sessions))
+
+
+# --- socket buffers ------------------------------------------------------------------------
+
+_SS_ROW = re.compile(r"^(?:[A-Z][A-Z-]*\s+)?(\d+)\s+(\d+)\s+\S+:(\d+)\s+\S+:(\d+)")
+_SS_MEM = re.compile(r"skmem:\(r\d+,rb(\d+),t\d+,tb(\d+)")
+_SS_RECEIVED = re.compile(r"\bbytes_received:(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class SocketRow:
+    """One TCP socket as ``ss -tnm`` shows it."""
+
+    local_port: int
+    peer_port: int
+    recv_q: int
+    """Bytes received by the kernel, not yet read by the process."""
+    send_q: int
+    """Bytes written by the process, not yet acknowledged by the peer."""
+    rcvbuf: int
+    sndbuf: int
+    bytes_received: int = 0
+    """Bytes the kernel received on this socket so far (read or not)."""
+
+
+def parse_ss(text: str) -> list[SocketRow]:
+    """The established sockets of ``ss -tnmi`` output (a row, then its ``skmem`` and
+    ``tcp_info`` line)."""
+    rows: list[SocketRow] = []
+    pending: tuple[int, int, int, int] | None = None
+    for line in text.splitlines():
+        if (row := _SS_ROW.match(line)) is not None:
+            recv_q, send_q, local, peer = (int(g) for g in row.groups())
+            pending = (local, peer, recv_q, send_q)
+        elif pending is not None and (mem := _SS_MEM.search(line)) is not None:
+            received = _SS_RECEIVED.search(line)
+            rows.append(
+                SocketRow(
+                    *pending,
+                    rcvbuf=int(mem[1]),
+                    sndbuf=int(mem[2]),
+                    bytes_received=int(received[1]) if received else 0,
+                )
+            )
+            pending = None
+    return rows
+
+
+def socket_snapshot(port: int) -> list[SocketRow] | None:
+    """Every established loopback TCP socket to or from ``port`` (``None`` without ``ss``)."""
+    try:
+        done = subprocess.run(
+            ["ss", "-tnmi", "state", "established", f"( sport = :{port} or dport = :{port} )"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return parse_ss(done.stdout)
+
+
+def buffers_json(rows: Sequence[SocketRow] | None, port: int, connected_s: float) -> dict[str, Any]:
+    """What the kernel held for the listeners when the replays ended: server-side sockets
+    with data their listener had not acknowledged (the stalled ones: a healthy listener's
+    queue is empty by then), listener-side sockets with data not read, and how fast bytes
+    reach a listener (the most any listener socket received over ``connected_s``, the time
+    since the listeners began connecting)."""
+    if rows is None:
+        return {"available": False}
+    server = [r for r in rows if r.local_port == port]
+    clients = [r for r in rows if r.peer_port == port]
+    unsent = sorted((r.send_q for r in server if r.send_q > 0), reverse=True)
+    unread = sorted((r.recv_q for r in clients if r.recv_q > 0), reverse=True)
+    received = max((r.bytes_received for r in clients), default=0)
+    sndbuf = max((r.sndbuf for r in server), default=0)
+    rcvbuf = max((r.rcvbuf for r in clients), default=0)
+    rate = received / connected_s if connected_s > 0 else 0.0
+    return {
+        "available": True,
+        "server_sockets": len(server),
+        "server_sockets_with_unsent_bytes": len(unsent),
+        "unsent_bytes_max": max(unsent, default=0),
+        "unsent_bytes_total": sum(unsent),
+        "server_sndbuf_bytes_max": sndbuf,
+        "listener_sockets_with_unread_bytes": len(unread),
+        "unread_bytes_max": max(unread, default=0),
+        "listener_rcvbuf_bytes_max": rcvbuf,
+        "listener_bytes_received_max": received,
+        "listener_bytes_per_second": rate,
+        "seconds_until_buffers_full_estimate": (sndbuf + rcvbuf) / rate if rate > 0 else None,
+    }
+
+
+# --- one round -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoadRound:
+    """One round: the presenters' replays, and the audience if there was one."""
+
+    name: str
+    replays: tuple[Replay, ...]
+    records: tuple[ListenerRecord, ...]
+    record_sessions: tuple[int, ...]
+    """Session (presenter) index of each record."""
+    window: tuple[float, float]
+    """Wall-clock span: just before the first ``start`` to the last ``ended``."""
+    join_s: float | None
+    settled: bool | None
+    buffers: dict[str, Any] | None
+    """Kernel socket buffers when the replays ended (:func:`buffers_json`), with listeners."""
+    cpu: CpuUse
+    rss_start_bytes: int | None
+    rss_peak_bytes: int | None
+    load_average_before: tuple[float, float, float]
+    load_average_after: tuple[float, float, float]
+
+
+async def _join(pool: ClientPool, audience: Audience, limit_s: float) -> bool:
+    """Wait until every listener connected and (unless stalled) saw its session's audience
+    count reach the number that connected to that session."""
+    joined = await pool.gather(Joined, limit_s)
+    connected: Counter[int] = Counter()
+    for session, report in zip(audience.sessions, joined, strict=True):
+        connected[session] += report.connected
+    pool.send_each([Expect(connected[s], limit_s) for s in audience.sessions])
+    settled = await pool.gather(Settled, limit_s + 30)
+    return all(s.complete for s in settled)
+
+
+async def run_round(
+    name: str,
+    recordings: Sequence[Recording],
+    settings: LoadSettings,
+    server: ServerHandle,
+    listeners: int,
+) -> LoadRound:
+    """Create one session per presenter, join the audience (if any), replay all at once."""
+    sessions = [
+        await create_session(server.base_url, f"bench load {name} {k}")
+        for k in range(len(recordings))
+    ]
+    codes = [str(s["code"]) for s in sessions]
+    audience = None
+    pool = None
+    if listeners > 0:
+        processes = settings.client_processes or default_client_processes(listeners)
+        audience = plan_audience(server.base_url, codes, listeners, settings.stalled, processes)
+    load_before = os.getloadavg()
+    async with RssSampler(server.pid) as rss:
+        try:
+            join_s = settled = None
+            began = time.monotonic()
+            if audience is not None:
+                pool = ClientPool(audience.specs)
+                settled = await _join(pool, audience, settings.settle_timeout)
+                join_s = time.monotonic() - began
+            before = cpu_snapshot(server.pid, pool.pids if pool else [])
+            window_start = time.time()
+            replays = await asyncio.gather(
+                *(present(server.base_url, s, r) for s, r in zip(sessions, recordings, strict=True))
+            )
+            window_end = time.time()
+            cpu = cpu_use(before, cpu_snapshot(server.pid, pool.pids if pool else []))
+            buffers = None
+            if pool is not None:
+                port = urlsplit(server.base_url).port or 80
+                rows = await asyncio.to_thread(socket_snapshot, port)
+                buffers = buffers_json(rows, port, time.monotonic() - began)
+            records: list[ListenerRecord] = []
+            record_sessions: list[int] = []
+            if pool is not None and audience is not None:
+                finals = [frozenset(presenter_finals(r)) for r in replays]
+                pool.send_each(
+                    [Finish(finals[s], settings.drain_timeout) for s in audience.sessions]
+                )
+                results = await pool.gather(Results, settings.drain_timeout + 120)
+                for session, result in zip(audience.sessions, results, strict=True):
+                    records += result.records
+                    record_sessions += [session] * len(result.records)
+        except BaseException:
+            if pool is not None:
+                await pool.close(grace=0.0)
+            raise
+        if pool is not None:
+            await pool.close()
+    order = sorted(range(len(records)), key=lambda k: records[k].index)
+    return LoadRound(
+        name=name,
+        replays=tuple(replays),
+        records=tuple(records[k] for k in order),
+        record_sessions=tuple(record_sessions[k] for k in order),
+        window=(window_start, window_end),
+        join_s=join_s,
+        settled=settled,
+        buffers=buffers,
+        cpu=cpu,
+        rss_start_bytes=rss.start_bytes,
+        rss_peak_bytes=rss.peak_bytes,
+        load_average_before=load_before,
+        load_average_after=os.getloadavg(),
+    )
+
+
+def reference_words(recording: Recording, settings: LoadSettings) -> tuple[TimedWord, ...]:
+    """The timed human reference of the whole recording (offline decode, cached), cut to the
+    words that end within the replayed part."""
+    offline = cached_decode(recording, settings.decode, settings.cache_dir)
+    words = timed_reference(recording, offline)
+    if settings.seconds is None:
+        return words
+    return tuple(w for w in words if w.end <= settings.seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadRun:
+    """Both rounds and the inputs of their latency metrics."""
+
+    recordings: tuple[Recording, ...]
+    references: tuple[tuple[TimedWord, ...], ...]
+    rounds: tuple[LoadRound, ...]
+
+
+async def run_load(settings: LoadSettings) -> LoadRun:
+    """References first (no server running), then the quiet and the loaded round, each on a
+    fresh server (unless ``settings.url``)."""
+    full = [load_recording(w) for w in settings.wavs]
+    chosen = presenter_recordings(full, settings.presenters)
+    references = tuple(reference_words(r, settings) for r in chosen)
+    recordings = tuple(trimmed(r, settings.seconds) for r in chosen)
+    raise_fd_limit(settings.listeners + 256)
+    rounds = []
+    for name, listeners in (("quiet", 0), ("loaded", settings.listeners)):
+        log = settings.out / f"server-load-{name}.log"
+        async with server_under_test(
+            settings.url, settings.server_pid, log, settings.ready_timeout
+        ) as server:
+            rounds.append(await run_round(name, recordings, settings, server, listeners))
+    return LoadRun(recordings, references, tuple(rounds))
+
+
+# --- metrics -------------------------------------------------------------------------------
+
+
+def presenter_latencies(reference: Sequence[TimedWord], recorded: Replay) -> WordLatencies:
+    """The captions bench's per-word draft and final latency of one replay."""
+    return word_latencies(reference, recorded.caption_updates(), recorded.schedule)
+
+
+def audience_counts(recorded: Replay, start: float, end: float) -> dict[str, int | None]:
+    """The ``listeners`` of the ``state`` events the presenter received: the last one
+    stamped before ``start``, the smallest and largest stamped within ``[start, end]``,
+    and the last one of all."""
+    states = [
+        (float(m["ts"]), int(m["listeners"]))
+        for r in recorded.received
+        if (m := r.message).get("type") == "state" and "listeners" in m and "ts" in m
+    ]
+    during = [n for ts, n in states if start <= ts <= end]
+    before = [n for ts, n in states if ts < start]
+    return {
+        "before": before[-1] if before else None,
+        "min_during": min(during, default=None),
+        "max_during": max(during, default=None),
+        "last": states[-1][1] if states else None,
+    }
+
+
+def _mib(value: int | None) -> float | None:
+    return None if value is None else round(value / MIB, 1)
+
+
+def _dist(values: Sequence[float | None]) -> dict[str, Any]:
+    return asdict(distribution(values))
+
+
+def round_json(
+    run: LoadRound,
+    recordings: Sequence[Recording],
+    references: Sequence[Sequence[TimedWord]],
+) -> dict[str, Any]:
+    """One round: presenter latency and lag; for the loaded round the audience too."""
+    latencies = [
+        presenter_latencies(ref, rep) for ref, rep in zip(references, run.replays, strict=True)
+    ]
+    presenters: list[dict[str, Any]] = []
+    for recording, ref, rep, lat in zip(
+        recordings, references, run.replays, latencies, strict=True
+    ):
+        lag = measure_presenter(recording, rep)
+        presenters.append(
+            {
+                "recording": rep.recording,
+                "session": rep.session_code,
+                "audio_s": rep.schedule.audio_seconds,
+                "reference_words": len(ref),
+                "draft_latency_s": _dist(lat.shown),
+                "final_latency_s": _dist(lat.final),
+                "words_never_shown": lat.never_shown,
+                "words_never_final": lat.never_final,
+                "lag_s": asdict(lag.lag),
+                "end_lag_s": lag.end_lag_s,
+                "finals": len(presenter_finals(rep)),
+            }
+        )
+    start, end = run.window
+    cpu = run.cpu
+    report: dict[str, Any] = {
+        "round": run.name,
+        "listeners": len(run.records),
+        "draft_latency_s": _dist([v for lat in latencies for v in lat.shown]),
+        "final_latency_s": _dist([v for lat in latencies for v in lat.final]),
+        "lag_max_s": max((p["lag_s"]["max"] or 0.0 for p in presenters), default=None),
+        "per_presenter": presenters,
+        "server": {
+            "cpu_cores": cpu.server,
+            "rss_start_mib": _mib(run.rss_start_bytes),
+            "rss_peak_mib": _mib(run.rss_peak_bytes),
+        },
+        "clients_cpu_cores": cpu.clients_total,
+        "bench_cpu_cores": cpu.bench,
+        "machine": {
+            "busy_cores": cpu.machine,
+            "other_cores": cpu.other,
+            "load_average_before": [round(x, 2) for x in run.load_average_before],
+            "load_average_after": [round(x, 2) for x in run.load_average_after],
+        },
+        "wall_s": end - start,
+        "join_s": run.join_s,
+        "settled": run.settled,
+    }
+    if run.records:
+        report["audience"] = audience_json(run)
+    return report
+
+
+def audience_json(run: LoadRound) -> dict[str, Any]:
+    """Healthy listeners: delays and finals; stalled listeners: what became of them."""
+    start, end = run.window
+    expected = [presenter_finals(r) for r in run.replays]
+    healthy = [
+        (r, s) for r, s in zip(run.records, run.record_sessions, strict=True) if not r.stalled
+    ]
+    stalled = [(r, s) for r, s in zip(run.records, run.record_sessions, strict=True) if r.stalled]
+    checks = [check_finals(expected[s], r.finals) for r, s in healthy]
+    in_window = [window_deliveries(r, start, end) for r, _ in healthy]
+    delays = [d.delay for ds in in_window for d in ds]
+    kinds = sorted({d.kind for ds in in_window for d in ds})
+    stats = delay_stats(delays)
+    stalled_rows = []
+    for record, session in stalled:
+        check = check_finals(expected[session], record.finals)
+        stalled_rows.append(
+            {
+                "index": record.index,
+                "session": session,
+                "closes": list(record.closes),
+                "reconnects": record.reconnects,
+                "messages": len(record.deliveries),
+                "finals_missing_at_end": check.missing,
+                "error": record.error,
+            }
+        )
+    close_codes = Counter(c.split(" ", 1)[0] for r, _ in stalled for c in r.closes[:1])
+    return {
+        "socket_buffers_at_end": run.buffers,
+        "healthy": len(healthy),
+        "stalled": len(stalled),
+        "connect_failures": [f"{r.index}: {r.error}" for r, _ in healthy if r.error][:10],
+        "delay_s": asdict(stats),
+        "delay_by_kind_s": {
+            kind: asdict(delay_stats([d.delay for ds in in_window for d in ds if d.kind == kind]))
+            for kind in kinds
+        },
+        "events_per_listener": _dist([len(ds) for ds in in_window]),
+        "finals": {
+            "presenters": [len(e) for e in expected],
+            "healthy_exact": sum(c.exact for c in checks),
+            "missing_total": sum(c.missing for c in checks),
+            "differing_total": sum(c.differing for c in checks),
+            "extra_total": sum(c.extra for c in checks),
+        },
+        "healthy_reconnects": sum(r.reconnects for r, _ in healthy),
+        "healthy_closes": dict(Counter(c for r, _ in healthy for c in r.closes).most_common(10)),
+        "stalled_outcome": {
+            "closed_by_server": sum(bool(r.closes) for r, _ in stalled),
+            "first_close_codes": dict(close_codes),
+            "still_open_at_end": sum(not r.closes and r.error is None for r, _ in stalled),
+            "reconnects": sum(r.reconnects for r, _ in stalled),
+            "with_every_final_at_end": sum(
+                row["finals_missing_at_end"] == 0 for row in stalled_rows
+            ),
+            "per_listener": stalled_rows,
+        },
+        "server_audience_count": [audience_counts(rep, start, end) for rep in run.replays],
+    }
+
+
+LATENCY_KEYS = (
+    ("draft_latency_s", "p50"),
+    ("draft_latency_s", "p95"),
+    ("final_latency_s", "p50"),
+    ("final_latency_s", "p95"),
+)
+
+
+def comparison(quiet: dict[str, Any], loaded: dict[str, Any]) -> list[dict[str, Any]]:
+    """Loaded / quiet for each latency statistic."""
+    rows = []
+    for metric, stat in LATENCY_KEYS:
+        a, b = quiet[metric][stat], loaded[metric][stat]
+        rows.append(
+            {
+                "metric": f"{metric.removesuffix('_s').replace('_', ' ')} {stat}",
+                "quiet_s": a,
+                "loaded_s": b,
+                "ratio": None if a is None or b is None or a <= 0 else b / a,
+            }
+        )
+    return rows
+
+
+def report_json(run: LoadRun, settings: LoadSettings, command: str) -> dict[str, Any]:
+    """The whole report as JSON-ready data."""
+    goals = settings.goals
+    rounds = [round_json(r, run.recordings, run.references) for r in run.rounds]
+    quiet, loaded = rounds
+    rows = comparison(quiet, loaded)
+    ratios = [r["ratio"] for r in rows]
+    latency_ok = all(r is not None and r <= goals.latency_ratio_max for r in ratios)
+    audience = loaded.get("audience")
+    p99 = audience["delay_s"]["p99"] if audience else None
+    delay_ok = p99 is not None and p99 <= goals.delay_p99_s
+    finals_ok = audience is not None and audience["finals"]["healthy_exact"] == audience["healthy"]
+    worst = max((r for r in ratios if r is not None), default=None)
+    return {
+        "benchmark": "load",
+        "command": command,
+        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "server": {
+            "url": settings.url,
+            "started_by_bench": settings.url is None,
+            "fresh_per_round": settings.url is None,
+        },
+        "recordings": [r.id for r in run.recordings],
+        "trimmed_to_s": settings.seconds,
+        "presenters": settings.presenters,
+        "listeners": settings.listeners,
+        "stalled": settings.stalled,
+        "limits": asdict(goals),
+        "goals": {
+            "presenter latency, loaded / quiet (worst of draft and final p50 and p95)": {
+                "value": "–" if worst is None else f"{worst:.2f}",
+                "goal": f"<= {goals.latency_ratio_max:g}",
+                "met": latency_ok,
+            },
+            "p99 delay to healthy listeners, ms": {
+                "value": "–" if p99 is None else f"{1000 * p99:.0f}",
+                "goal": f"<= {1000 * goals.delay_p99_s:.0f}",
+                "met": delay_ok,
+            },
+            "healthy listeners with every final of their session": {
+                "value": f"{audience['finals']['healthy_exact']} / {audience['healthy']}"
+                if audience
+                else "–",
+                "goal": "all",
+                "met": finals_ok,
+            },
+        },
+        "goal_met": latency_ok and delay_ok and finals_ok,
+        "latency_comparison": rows,
+        "rounds": rounds,
+    }
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{1000 * value:.0f}"
+
+
+def _yes(value: bool | None) -> str:
+    return {True: "yes", False: "**no**", None: "not measured"}[value]
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """The report's tables in Markdown."""
+    machine, limits = report["machine"], report["limits"]
+    quiet, loaded = report["rounds"]
+    audience = loaded.get("audience") or {}
+    lines = [
+        "# Load benchmark: real-time presenters, a large audience, some of it stalled",
+        "",
+        f"- Command: `{report['command']}`",
+        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
+        f"{machine['memory_gib']} GiB, Python {machine['python']}; server, listeners and "
+        "presenters all on this machine (loopback)",
+        f"- Date (UTC): {report['created_utc']}",
+        f"- {report['presenters']} presenters in real time, each its own session: "
+        + ", ".join(f"`{r}`" for r in report["recordings"])
+        + (f" (first {report['trimmed_to_s']} s)" if report["trimmed_to_s"] else "")
+        + f"; loaded round: {report['listeners']} listeners spread over the sessions, "
+        f"{report['stalled']} of them stalled (connect, then read nothing until the end)",
+        "- Load average (1 / 5 / 15 min) before the quiet round: "
+        + " / ".join(str(x) for x in quiet["machine"]["load_average_before"])
+        + "; before the loaded round: "
+        + " / ".join(str(x) for x in loaded["machine"]["load_average_before"])
+        + "; after: "
+        + " / ".join(str(x) for x in loaded["machine"]["load_average_after"]),
+        "",
+        "| goal | measured | target | met |",
+        "|---|---|---|---|",
+    ]
+    for name, goal in report["goals"].items():
+        lines.append(f"| {name} | {goal['value']} | {goal['goal']} | {_yes(goal['met'])} |")
+    lines += [
+        "",
+        "## Presenter caption latency (all words of all presenters)",
+        "",
+        "| metric | quiet s | loaded s | loaded / quiet |",
+        "|---|---|---|---|",
+    ]
+    for row in report["latency_comparison"]:
+        lines.append(
+            f"| {row['metric']} | {_f(row['quiet_s'])} | {_f(row['loaded_s'])} "
+            f"| {_f(row['ratio'])} |"
+        )
+    lines += [
+        "",
+        "| round | listeners | lag max s | server CPU cores | server RSS start / peak MiB "
+        "| listener processes CPU cores | other load cores | wall s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["rounds"]:
+        lines.append(
+            f"| {r['round']} | {r['listeners']} | {_f(r['lag_max_s'])} "
+            f"| {_f(r['server']['cpu_cores'])} | {_f(r['server']['rss_start_mib'], 0)} / "
+            f"{_f(r['server']['rss_peak_mib'], 0)} | {_f(r['clients_cpu_cores'])} "
+            f"| {_f(r['machine']['other_cores'])} | {_f(r['wall_s'], 1)} |"
+        )
+    lines += [
+        "",
+        "| round | recording | draft p50 / p95 s | final p50 / p95 s | lag p95 / max s | finals |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in report["rounds"]:
+        for p in r["per_presenter"]:
+            d, f, g = p["draft_latency_s"], p["final_latency_s"], p["lag_s"]
+            lines.append(
+                f"| {r['round']} | {p['recording']} | {_f(d['p50'])} / {_f(d['p95'])} "
+                f"| {_f(f['p50'])} / {_f(f['p95'])} | {_f(g['p95'])} / {_f(g['max'])} "
+                f"| {p['finals']} |"
+            )
+    if audience:
+        d, fin, st = audience["delay_s"], audience["finals"], audience["stalled_outcome"]
+        closes = ", ".join(f"{code}: {n}" for code, n in st["first_close_codes"].items()) or "none"
+        reasons = sorted({c for row in st["per_listener"] for c in row["closes"]})
+        lines += [
+            "",
+            "## Audience (loaded round)",
+            "",
+            f"- Healthy listeners: {audience['healthy']}; event delay p50 / p95 / p99 / max "
+            f"{_ms(d['p50'])} / {_ms(d['p95'])} / {_ms(d['p99'])} / {_ms(d['max'])} ms "
+            f"over {d['count']} deliveries (goal p99 <= {1000 * limits['delay_p99_s']:.0f} ms)",
+            f"- Finals: {fin['healthy_exact']} / {audience['healthy']} healthy listeners hold "
+            f"every final of their session (presenters' finals: {fin['presenters']}; missing "
+            f"{fin['missing_total']}, differing {fin['differing_total']}, extra "
+            f"{fin['extra_total']}); healthy reconnects {audience['healthy_reconnects']}",
+            f"- Stalled listeners: {audience['stalled']}; closed by the server: "
+            f"{st['closed_by_server']} (first close codes: {closes}"
+            + (f"; reasons: {'; '.join(reasons)}" if reasons else "")
+            + f"); still open at the end: {st['still_open_at_end']}; after reading again "
+            f"(and reconnecting, {st['reconnects']}), {st['with_every_final_at_end']} held "
+            "every final",
+            buffers_line(audience["socket_buffers_at_end"]),
+            "- Audience count the server announced to each presenter (before the replay; "
+            "min / max during it; last): "
+            + "; ".join(
+                f"{c['before']}; {c['min_during']} / {c['max_during']}; {c['last']}"
+                for c in audience["server_audience_count"]
+            ),
+        ]
+    lines += [
+        "",
+        "Latency per reference word as in the captions bench (docs/metrics.md); lag as in the "
+        "capacity bench; delay = receipt at the listener − the event's `ts`, over every live "
+        "event stamped during the replays at every healthy listener. CPU in cores over the "
+        "replays; other load = busy CPU of the machine not used by the server, the listener "
+        "processes or the bench.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def buffers_line(buffers: dict[str, Any] | None) -> str:
+    """The kernel socket buffers at the end of the replays, in words."""
+    if not buffers or not buffers.get("available"):
+        return "- Socket buffers: not measured (no `ss`)"
+    fill = buffers["seconds_until_buffers_full_estimate"]
+    return (
+        "- Socket buffers when the replays ended (`ss`): "
+        f"{buffers['server_sockets_with_unsent_bytes']} of {buffers['server_sockets']} server "
+        f"sockets held unsent bytes (max {buffers['unsent_bytes_max'] / 1000:.1f} kB, total "
+        f"{buffers['unsent_bytes_total'] / 1000:.1f} kB; send buffer up to "
+        f"{buffers['server_sndbuf_bytes_max'] / 1e6:.1f} MB), "
+        f"{buffers['listener_sockets_with_unread_bytes']} listener sockets held unread bytes "
+        f"(max {buffers['unread_bytes_max'] / 1000:.1f} kB; receive buffer up to "
+        f"{buffers['listener_rcvbuf_bytes_max'] / 1000:.0f} kB). A listener received "
+        f"{buffers['listener_bytes_per_second']:.0f} B/s; at that rate a stalled listener fills "
+        "these buffers, so that the server's send blocks and its send timeout starts, after "
+        "about " + ("–" if fill is None else f"{fill / 60:.0f} min")
+    )
+
+
+def write_report(run: LoadRun, settings: LoadSettings, command: str) -> tuple[list[Path], str]:
+    """Write ``load.json`` and ``load.md`` into ``settings.out``."""
+    settings.out.mkdir(parents=True, exist_ok=True)
+    report = report_json(run, settings, command)
+    markdown = report_markdown(report)
+    json_path, md_path = settings.out / "load.json", settings.out / "load.md"
+    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    md_path.write_text(markdown, encoding="utf-8")
+    return [json_path, md_path], markdown
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench load", description=__doc__)
+    parser.add_argument("--presenters", type=int, default=DEFAULT_PRESENTERS)
+    parser.add_argument("--listeners", type=int, default=DEFAULT_LISTENERS)
+    parser.add_argument("--stalled", type=int, default=DEFAULT_STALLED)
+    parser.add_argument(
+        "--files",
+        nargs="+",
+        metavar="FILE",
+        help="recordings, presenter k the k-th (cycling); default: the captions bench's",
+    )
+    parser.add_argument(
+        "--seconds", type=float, help="replay only the first SECONDS of each recording"
+    )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        help="listener processes (default: as the fan-out bench, one per 250, at most 4)",
+    )
+    parser.add_argument("--url", help="a running server (default: a fresh one per round)")
+    parser.add_argument("--server-pid", type=int, help="with --url: its process id")
+    parser.add_argument("--ready-timeout", type=float, default=120.0)
+    parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=DEFAULT_OUT / "cache",
+        help="offline decodes for the reference word times (default: %(default)s)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bench load [options]``: run both rounds, write the report, print it."""
+    words = list(sys.argv[2:] if argv is None else argv)
+    args = build_parser().parse_args(words)
+    wavs = resolve_wavs(args.files, args.eval_dir) if args.files else default_wavs(args.eval_dir)
+    if not wavs:
+        print(f"no recordings found in {args.eval_dir}", file=sys.stderr)
+        return 2
+    settings = LoadSettings(
+        wavs=tuple(wavs),
+        out=args.out,
+        presenters=args.presenters,
+        listeners=args.listeners,
+        stalled=args.stalled,
+        seconds=args.seconds,
+        client_processes=args.client_processes,
+        url=args.url,
+        server_pid=args.server_pid,
+        ready_timeout=args.ready_timeout,
+        cache_dir=args.cache_dir,
+    )
+    run = asyncio.run(run_load(settings))
+    paths, markdown = write_report(run, settings, " ".join(["python -m bench load", *words]))
+    print(markdown)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
