@@ -1,5 +1,6 @@
 """Command line: ``python -m bench captions|fanout|capacity|translation|peer [options]``
-(see docs/metrics.md)."""
+(see docs/metrics.md); ``python -m bench all`` runs them all, ``plots`` and ``summary``
+regenerate the PNG plots and README.md's "Measured" tables from the reports."""
 
 from __future__ import annotations
 
@@ -68,6 +69,23 @@ def build_parser() -> argparse.ArgumentParser:
         "speech", help="spoken translation: voice speed, first audio, lag behind the speaker"
     )
     commands.add_parser("talk", help="traveller mode: turn latency, language detection")
+    commands.add_parser(
+        "all", help="every benchmark in turn, then plots and summary (python -m bench all --help)"
+    )
+    commands.add_parser("plots", help="PNG plots from bench/results/*.json (no rerun)")
+    commands.add_parser(
+        "summary", help='README.md\'s "Measured" tables from bench/results/*.json (no rerun)'
+    )
+    commands.add_parser(
+        "load",
+        help="2 real-time presenters and 1000 listeners (10 stalled) against the same run "
+        "without listeners (python -m bench load --help)",
+    )
+    commands.add_parser(
+        "soak",
+        help="a 30-minute real-time session: caption lag, memory growth, CPU over time "
+        "(python -m bench soak --help)",
+    )
     commands.add_parser(
         "fanout-nodes",
         help="fan-out across server processes sharing Redis (python -m bench fanout-nodes --help)",
@@ -315,10 +333,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bench import talk
 
         return talk.main(words[1:])
+    if words[:1] == ["load"]:
+        from bench import load
+
+        return load.main(words[1:])
+    if words[:1] == ["soak"]:
+        from bench import soak
+
+        return soak.main(words[1:])
     if words[:1] == ["fanout-nodes"]:
         from bench import fanout_nodes
 
         return fanout_nodes.main(words[1:])
+    if words[:1] == ["all"]:
+        from bench import all as run_all
+
+        return run_all.main(words[1:])
+    if words[:1] == ["plots"]:
+        from bench import plots
+
+        return plots.main(words[1:])
+    if words[:1] == ["summary"]:
+        from bench import summary
+
+        return summary.main(words[1:])
     args = build_parser().parse_args(words)
     command = shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
     return COMMANDS[args.command](args, command)

@@ -273,3 +273,31 @@ def erasure(updates: Iterable[CaptionUpdate]) -> Erasure:
             closed.add(update.segment)
     kept = sum(len(last[seg]) for seg in closed)
     return Erasure(retracted_words=retracted, final_words=kept)
+
+
+def laal(delays: Sequence[float], source_length: float, reference_length: int) -> float | None:
+    """Length-adaptive average lagging (Papi et al., 2022) of one translated sentence.
+
+    ``delays[i]`` is how much source had been consumed (here: seconds since the sentence's
+    audio began) when target word ``i + 1`` was emitted; ``source_length`` is the sentence's
+    length in the same unit. With ``|Y|`` = ``len(delays)`` and ``|Y*|`` =
+    ``reference_length``, the rate is ``source_length / max(|Y|, |Y*|)`` (average lagging
+    uses ``|Y*|`` alone, which rewards over-long output), ``tau`` is the first word emitted
+    once the whole source was consumed (``delays[i] >= source_length``; all words if none
+    was), and
+
+    ``LAAL = 1/tau * sum_{i=1..tau} (delays[i-1] - (i - 1) * rate)``.
+
+    ``None`` when no word was emitted or the source is empty.
+    """
+    if not delays or source_length <= 0:
+        return None
+    rate = source_length / max(len(delays), reference_length, 1)
+    total = 0.0
+    tau = 0
+    for index, delay in enumerate(delays):
+        total += delay - index * rate
+        tau = index + 1
+        if delay >= source_length:
+            break
+    return total / tau

@@ -32,6 +32,7 @@ from bench.translation_metrics import (
     ClipSpan,
     SegmentTiming,
     TextScore,
+    clip_laal,
     clip_texts,
     heard_captions,
     segment_timings,
@@ -232,6 +233,14 @@ class LaneResult:
     hypotheses: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     score: TextScore | None = None
+    laal: tuple[float | None, ...] = ()
+    """Per clip, length-adaptive average lagging of the translated finals in seconds
+    (:func:`bench.translation_metrics.clip_laal`); empty unless the talk was replayed in real
+    time."""
+
+    @property
+    def laal_distribution(self) -> Distribution:
+        return distribution(self.laal)
 
     @property
     def final_delay(self) -> Distribution:
@@ -267,11 +276,14 @@ def measure_lane(
     hypotheses: list[str] = []
     references: list[str] = []
     score = None
+    lagging: list[float | None] = []
     if clips:
         finals = [h for h in translated(heard, target) if h.state == "final"]
         hypotheses = clip_texts(finals, spans)
         references = [clip.references[target] for clip in clips]
         score = text_score(hypotheses, references)
+        if run.presenter.mode == "realtime":
+            lagging = clip_laal(finals, spans, references, audio_origin(run))
     return LaneResult(
         talk=run.talk,
         source=run.source,
@@ -292,7 +304,15 @@ def measure_lane(
         hypotheses=tuple(hypotheses),
         references=tuple(references),
         score=score,
+        laal=tuple(lagging),
     )
+
+
+def audio_origin(run: TalkRun) -> float:
+    """When audio time 0 was spoken on a live microphone, on the presenter's clock: the
+    first chunk is sent when its last sample would exist (real-time replay)."""
+    schedule = run.presenter.schedule
+    return schedule.send_times[0] - schedule.chunk_end_samples[0] / schedule.sample_rate
 
 
 def _backend_label(backend: Mapping[str, str] | None) -> str | None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bench.metrics import CaptionUpdate, Erasure, erasure
+from bench.metrics import CaptionUpdate, Erasure, erasure, laal
 from bench.replay import Received
 
 
@@ -205,3 +205,34 @@ def clip_texts(finals: Iterable[Heard], clips: Sequence[ClipSpan]) -> list[str]:
         if final.text.strip():
             pieces[clip_of(final.start, final.end, clips)].append((final.segment, final.text))
     return [" ".join(text.strip() for _, text in sorted(p)) for p in pieces]
+
+
+def clip_laal(
+    finals: Iterable[Heard],
+    clips: Sequence[ClipSpan],
+    references: Sequence[str],
+    audio_origin: float,
+) -> list[float | None]:
+    """Per clip, the length-adaptive average lagging (:func:`bench.metrics.laal`) of its
+    translated finals, computation-aware: each final is given to a clip as in
+    :func:`clip_texts`; every word of a final is emitted at the final's arrival, so its delay
+    is that arrival − the moment the clip's audio began on the speaker's clock
+    (``audio_origin`` + the clip's start, where ``audio_origin`` is when audio time 0 was
+    spoken, on the arrivals' clock). Source length = the clip's duration; hypothesis and
+    reference lengths in whitespace-separated words. ``None`` for a clip with no final."""
+    if len(references) != len(clips):
+        raise ValueError("need one reference per clip")
+    assigned: list[list[Heard]] = [[] for _ in clips]
+    for final in first_finals(finals).values():
+        if final.text.strip():
+            assigned[clip_of(final.start, final.end, clips)].append(final)
+    out: list[float | None] = []
+    for clip, reference, pieces in zip(clips, references, assigned, strict=True):
+        began = audio_origin + clip.start
+        delays = [
+            final.arrival - began
+            for final in sorted(pieces, key=lambda h: h.segment)
+            for _ in final.text.split()
+        ]
+        out.append(laal(delays, clip.end - clip.start, len(reference.split())))
+    return out

@@ -48,6 +48,12 @@ def whisper_final_delay(lanes: Sequence[LaneResult]) -> Distribution:
     )
 
 
+def laal_of(lanes: Sequence[LaneResult], kind: str) -> Distribution:
+    """LAAL over every clip of the lanes whose finals come from ``kind`` (``whisper`` or
+    ``apertium``)."""
+    return distribution(v for lane in lanes if _kind(lane) == kind for v in lane.laal)
+
+
 def total_erasure(lanes: Sequence[LaneResult], source: bool = False) -> Erasure:
     """Total retracted over total final words of the lanes' translations (or, with
     ``source``, of the source captions on the same sockets)."""
@@ -118,9 +124,17 @@ def lane_json(lane: LaneResult) -> dict[str, Any]:
         "other_cores": lane.other_cores,
         "load_average_before": [round(x, 2) for x in lane.load_average_before],
         "load_average_after": [round(x, 2) for x in lane.load_average_after],
+        "laal_s": asdict(lane.laal_distribution),
         "clips": [
-            {"clip": c, "hypothesis": h, "reference": r}
-            for c, h, r in zip(lane.clips, lane.hypotheses, lane.references, strict=True)
+            {
+                "clip": c,
+                "hypothesis": h,
+                "reference": r,
+                "laal_s": lane.laal[i] if i < len(lane.laal) else None,
+            }
+            for i, (c, h, r) in enumerate(
+                zip(lane.clips, lane.hypotheses, lane.references, strict=True)
+            )
         ],
         "timings": [asdict(t) for t in lane.timings],
     }
@@ -163,6 +177,7 @@ def report_json(
             "whisper_final_delay_upto_10s_s": asdict(whisper),
             "translation_erasure": erasure.normalised,
             "source_erasure": total_erasure(run.latency, source=True).normalised,
+            "laal_s": {kind: asdict(laal_of(run.speech, kind)) for kind in ("whisper", "apertium")},
         },
         "text": [text_json(r) for r in run.text],
         "speech": [lane_json(lane) for lane in run.speech],
@@ -246,9 +261,9 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
             "## Speech to translation: FLEURS, each language's clips as one talk",
             "",
             "| talk | route | final backend | clips | BLEU | chrF | final delay p50 / p95 ms "
-            "| first translation shown p50 / p95 ms | erasure (source) | missing finals "
-            "| load before |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| first translation shown p50 / p95 ms | LAAL p50 / p95 s | erasure (source) "
+            "| missing finals | load before |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         lines += [_lane_row(lane) for lane in run.speech]
         lines.append("")
@@ -276,10 +291,16 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
         "the translations into its language: arrival of the translated event − arrival of the "
         "segment's source final (final delay) or of its first source event (first shown). "
         "Erasure: words retracted over the drafts of each segment's translation / words in the "
-        "translated finals (docs/metrics.md).",
+        "translated finals (docs/metrics.md). LAAL: length-adaptive average lagging of each "
+        "clip's translated finals, in seconds since the clip's audio began (computation-aware; "
+        "p50 / p95 over clips; real-time talks only).",
         "",
     ]
     return "\n".join(lines)
+
+
+def _pair(d: Distribution) -> str:
+    return "–" if d.p50 is None else f"{_f(d.p50)} / {_f(d.p95)}"
 
 
 def _scaled(seconds: float | None) -> float | None:
@@ -295,7 +316,8 @@ def _lane_row(lane: LaneResult) -> str:
         f"| {lane.talk} | {lane.source}->{lane.target} | {lane.final_backend} "
         f"| {len(lane.clips)} | {_f(lane.score.bleu if lane.score else None, 1)} "
         f"| {_f(lane.score.chrf if lane.score else None, 1)} | {_ms(lane.final_delay)} "
-        f"| {_ms(lane.first_shown_delay)} | {_erasures(lane)} | {lane.missing_finals} "
+        f"| {_ms(lane.first_shown_delay)} | {_pair(lane.laal_distribution)} "
+        f"| {_erasures(lane)} | {lane.missing_finals} "
         f"| {' / '.join(str(round(x, 2)) for x in lane.load_average_before)} |"
     )
 

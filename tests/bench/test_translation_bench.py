@@ -256,3 +256,6 @@ def test_short_run_report_has_every_field(tmp_path: Path, eval_dir: Path) -> Non
     assert lane["final_delay_s"]["p50"] is not None and lane["final_delay_s"]["p50"] < 5.0
     assert lane["final_words"] > 0 and lane["erasure"] is not None
     assert lane["source_erasure"] is not None
+    # LAAL of the one real-time clip: its finals arrive after the clip began
+    assert lane["laal_s"]["count"] == 1 and clip["laal_s"] > 0
+    assert report["overall"]["laal_s"]["apertium"]["count"] == 1
