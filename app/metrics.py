@@ -43,6 +43,14 @@ class PrometheusObserver:
             buckets=CALL_BUCKETS,
             registry=registry,
         )
+        self._first_audio = Histogram(
+            "interp_first_audio_seconds",
+            "Seconds from a final translation reaching the speech stage to its first spoken "
+            "audio being published (includes waiting for the previous sentence to play)",
+            ["lang"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
         self._errors = Counter(
             "interp_errors",
             "Errors a session turned into an error event, by kind",
@@ -61,6 +69,9 @@ class PrometheusObserver:
 
     def model_call(self, pool: str, seconds: float) -> None:
         self._model_call.labels(pool).observe(seconds)
+
+    def first_audio(self, lang: str, seconds: float) -> None:
+        self._first_audio.labels(lang).observe(seconds)
 
     def error(self, kind: str) -> None:
         self._errors.labels(kind).inc()

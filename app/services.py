@@ -88,7 +88,13 @@ class Services:
         async def voice(lang: str) -> Synthesizer | None:
             return await pool.run(bank.load, lang)
 
-        session.speaker = SessionSpeaker(voice, pool.run, session.publish, spoken=bank.languages())
+        session.speaker = SessionSpeaker(
+            voice,
+            pool.run,
+            session.publish,
+            spoken=bank.languages(),
+            on_first_audio=self.pipeline.observer.first_audio,
+        )
 
     async def make_translator(self, session: Session) -> None:
         """Give ``session`` a translator from each offered language a stream may speak into

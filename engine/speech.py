@@ -168,8 +168,10 @@ class LanguageSpeaker:
         config: PaceConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
         stats: SpeakerStats | None = None,
+        on_first_audio: Callable[[str, float], None] | None = None,
     ) -> None:
         self.lang = lang
+        self._on_first_audio = on_first_audio
         self._voice_source = voice
         self._run = run
         self._publish = publish
@@ -309,6 +311,8 @@ class LanguageSpeaker:
         first = self._first_pending.pop(piece.segment, None)
         if first is not None:
             self.stats.first_audio.append(now - first)
+            if self._on_first_audio is not None:
+                self._on_first_audio(self.lang, now - first)
         for segment in [s for s in self._first_pending if s < piece.segment]:
             del self._first_pending[segment]  # skipped before any audio
         self.stats.pieces += 1
@@ -330,8 +334,10 @@ class SessionSpeaker:
         publish: Publish,
         config: PaceConfig | None = None,
         spoken: Iterable[str] = (),
+        on_first_audio: Callable[[str, float], None] | None = None,
     ) -> None:
         self._voice = voice
+        self._on_first_audio = on_first_audio
         self._run = run
         self._publish = publish
         self.config = config or PaceConfig()
@@ -358,6 +364,7 @@ class SessionSpeaker:
                 self._publish,
                 self.config,
                 stats=self.stats.setdefault(lang, SpeakerStats()),
+                on_first_audio=self._on_first_audio,
             )
 
     def on_final(self, caption: Caption) -> None:

@@ -21,6 +21,11 @@ class Observer(Protocol):
 
     def model_call(self, pool: str, seconds: float) -> None: ...
 
+    def first_audio(self, lang: str, seconds: float) -> None:
+        """A final translation's first spoken audio was published ``seconds`` after the
+        final was handed to the speech stage."""
+        ...
+
     def error(self, kind: str) -> None: ...
 
 
@@ -29,6 +34,9 @@ class NullObserver:
         pass
 
     def model_call(self, pool: str, seconds: float) -> None:
+        pass
+
+    def first_audio(self, lang: str, seconds: float) -> None:
         pass
 
     def error(self, kind: str) -> None:

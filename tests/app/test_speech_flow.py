@@ -136,6 +136,8 @@ async def test_audio_listeners_hear_every_final_and_others_get_none(
     after = _speech_pieces(server)
     assert after["es"] - before.get("es", 0) == len(spanish_audio.audio)
     assert after.get("en", 0) == before.get("en", 0)
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert 'interp_first_audio_seconds_count{lang="es"}' in metrics
 
 
 async def test_nothing_is_spoken_when_no_listener_has_audio_on(server: ServerProcess) -> None:
