@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import websockets
 
 from bench.metrics import distribution, percentile
@@ -40,6 +39,7 @@ from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
 from bench.replay import present
 from bench.report import machine_info
 from bench.server import ServerProcess
+from bench.translation_replay import create_translated_session
 from engine.speech import PaceConfig, speech_pieces
 from models.voices import VoiceBank, voice_plan
 
@@ -203,17 +203,7 @@ async def server_run(
     )
     handle = await server.start(ready_timeout)
     try:
-        async with httpx.AsyncClient(base_url=handle.base_url, timeout=30) as client:
-            response = await client.post(
-                "/api/sessions",
-                json={
-                    "title": "speech bench",
-                    "source_language": source,
-                    "target_languages": list(langs),
-                },
-            )
-            response.raise_for_status()
-            session = response.json()
+        session = await create_translated_session(handle.base_url, "speech bench", source, langs)
         base = handle.base_url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
         logs = [ListenerLog(lang) for lang in langs]
         stop = asyncio.Event()

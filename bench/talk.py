@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import websockets
 
@@ -37,7 +36,7 @@ from bench.metrics import distribution
 from bench.recordings import EVAL_LONGFORM_EN
 from bench.report import machine_info
 from bench.server import ServerProcess
-from engine.language_id import FRAME
+from bench.translation_replay import create_translated_session
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FLEURS = EVAL_LONGFORM_EN.parent.parent / "fleurs_st"
@@ -57,14 +56,34 @@ def _read(path: Path) -> tuple[bytes, int]:
         return reader.readframes(reader.getnframes()), reader.getframerate()
 
 
-def speech_end(pcm: bytes, rate: int) -> float:
-    """Seconds into the clip where its last voiced frame ends (energy, as engine/language_id)."""
-    audio = np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
-    frame = FRAME * rate // 16000
+def voiced_frames(
+    audio: np.ndarray, rate: int = 16000, floor: float = 1e-4, relative: float = 0.1
+) -> tuple[np.ndarray, int]:
+    """(voiced mask of 30 ms frames, samples per frame) of a whole recording by energy: a
+    frame is voiced when its RMS is over ``floor`` and over ``relative`` times the loudest
+    frame's (FLEURS clips peak anywhere from -50 to -12 dBFS, so no absolute level works)."""
+    frame = rate * 30 // 1000
     frames = len(audio) // frame
+    if frames == 0:
+        return np.zeros(0, dtype=bool), frame
     rms = np.sqrt(np.mean(audio[: frames * frame].reshape(frames, frame) ** 2, axis=1))
-    voiced = np.nonzero(rms > max(0.01, 0.1 * float(rms.max())))[0]
-    return float((voiced[-1] + 1) * frame / rate) if voiced.size else len(audio) / rate
+    return rms > max(floor, relative * float(rms.max())), frame
+
+
+def speech_start(audio: np.ndarray, rate: int = 16000) -> tuple[int, float]:
+    """(sample where speech starts, seconds of speech) of a whole recording."""
+    voiced, frame = voiced_frames(audio, rate)
+    if not voiced.any():
+        return len(audio), 0.0
+    return int(np.argmax(voiced)) * frame, float(voiced.sum()) * frame / rate
+
+
+def speech_end(pcm: bytes, rate: int) -> float:
+    """Seconds into the clip where its last voiced frame ends."""
+    audio = np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
+    voiced, frame = voiced_frames(audio, rate)
+    hits = np.nonzero(voiced)[0]
+    return float((hits[-1] + 1) * frame / rate) if hits.size else len(audio) / rate
 
 
 class Phone:
@@ -138,13 +157,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     handle = await server.start(args.ready_timeout)
     turns: list[dict[str, Any]] = []
     try:
-        async with httpx.AsyncClient(base_url=handle.base_url, timeout=30) as client:
-            response = await client.post(
-                "/api/sessions",
-                json={"title": "talk bench", "source_language": "en", "target_languages": ["es"]},
-            )
-            response.raise_for_status()
-            session: dict[str, Any] = response.json()
+        session = await create_translated_session(handle.base_url, "talk bench", "en", ["es"])
         phone = Phone()
         stop = asyncio.Event()
         base = handle.base_url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"

@@ -29,7 +29,6 @@ from engine.vad import WINDOW
 log = logging.getLogger(__name__)
 
 Samples = np.ndarray
-FRAME = SAMPLE_RATE * 30 // 1000
 LEAD_IN = SAMPLE_RATE // 2
 """Samples of silence kept before the first speech."""
 
@@ -39,21 +38,6 @@ class LanguageIdentifier(Protocol):
         """Probability of each candidate language for ``audio`` (16 kHz mono float32);
         blocking: run it in the ASR pool."""
         ...
-
-
-def speech_start(audio: Samples, floor: float = 1e-4, relative: float = 0.1) -> tuple[int, float]:
-    """(sample where speech starts, seconds of speech) of a whole recording by 30 ms frame
-    energy: a frame is speech when its RMS is over ``floor`` and over ``relative`` times the
-    loudest frame's. For offline analysis (benches); live streams use the VAD."""
-    frames = len(audio) // FRAME
-    if frames == 0:
-        return 0, 0.0
-    rms = np.sqrt(np.mean(audio[: frames * FRAME].reshape(frames, FRAME) ** 2, axis=1))
-    voiced = rms > max(floor, relative * float(rms.max()))
-    if not voiced.any():
-        return len(audio), 0.0
-    first = int(np.argmax(voiced))
-    return first * FRAME, float(voiced.sum()) * FRAME / SAMPLE_RATE
 
 
 class DetectingRecognizer:

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from bench.talk import speech_start
 from engine.audio import SAMPLE_RATE
-from engine.language_id import DetectingRecognizer, speech_start
+from engine.language_id import DetectingRecognizer
 from tests.support import EVAL, read_wav
 
 
