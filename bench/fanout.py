@@ -398,9 +398,15 @@ class ClientFailed:
     error: str
 
 
+PERMANENT_CLOSE_CODES = frozenset({1003, 1008})
+"""Closes no retry can fix; the listener page (static/js/listener-socket.js) retries all others."""
+MAX_RECONNECTS = 10
+
+
 class Listener:
-    """One audience member: follows the session, reconnecting with ``since`` when the
-    server closes it with 1013 (too far behind), as a real client does."""
+    """One audience member: follows the session, reconnecting with ``since`` after any close
+    but a permanent one (1013 too far behind, 1011 keepalive timeout, ...), as the listener
+    page does (which also stops once the session has ended)."""
 
     def __init__(self, index: int, spec: ClientSpec) -> None:
         self.index = index
@@ -418,6 +424,7 @@ class Listener:
         self._audience = 0
         self._segments: frozenset[int] | None = None
         self._stopping = False
+        self._ended = False
         self._ws: ClientConnection | None = None
         self.stalled = index in spec.stalled
         self._resume = asyncio.Event()
@@ -428,7 +435,8 @@ class Listener:
         return f"{ws_scheme}://{rest}/ws/listen/{self._spec.code}?lang=en&since={self.last_seq}"
 
     async def follow(self, gate: asyncio.Semaphore) -> None:
-        """Connect, record every message, reconnect after a 1013, until :meth:`stop`."""
+        """Connect, record every message, reconnect after a close that is not permanent (at
+        most :data:`MAX_RECONNECTS` times), until :meth:`stop`."""
         while not self._stopping:
             opened_at = time.time()
             try:
@@ -456,7 +464,11 @@ class Listener:
             if self._stopping:
                 return
             self.closes.append(f"{ws.close_code} {ws.close_reason}")
-            if ws.close_code != 1013:
+            if (
+                self._ended
+                or ws.close_code in PERMANENT_CLOSE_CODES
+                or self.reconnects >= MAX_RECONNECTS
+            ):
                 return
             self.reconnects += 1
 
@@ -477,6 +489,7 @@ class Listener:
             self.finals.setdefault(int(message["segment"]), str(message["text"]))
             self._check_complete()
         elif kind == "state":
+            self._ended = self._ended or message.get("state") == "ended"
             self._audience = int(message.get("listeners", 0))
             self._check_settled()
 

@@ -1,6 +1,6 @@
 """The load benchmark: presenters in real time with a large audience, some of it stalled.
 
-Two rounds, each against a fresh server, in this order:
+``--pairs`` pairs of rounds (default 3), each round against a fresh server, alternating:
 
 1. **quiet**: ``--presenters`` presenters (default 2) replay real recordings in real time, each
    into its own session, all at once, with nobody listening;
@@ -8,11 +8,15 @@ Two rounds, each against a fresh server, in this order:
    over the sessions (fan-out's listener processes), ``--stalled`` of them (default 10)
    connecting and then reading nothing until the replays are over.
 
-It reports the presenters' caption latency in both rounds (the captions bench's per-word
-draft and final latency) and their ratio, the delay of every event at the healthy
-listeners, whether every healthy listener holds every final of its session, and what became
-of the stalled listeners. Goals (issue 8): latency within 10% of the quiet round, p99 delay
-at most 150 ms, no final lost. Definitions: docs/metrics.md, "Load".
+It reports the presenters' caption latency in both kinds of round (the captions bench's
+per-word draft and final latency, pooled over the rounds of a kind) and their ratio, the
+delay of every event at the healthy listeners, whether every healthy listener holds every
+final of its session, and what became of the stalled listeners. One pair cannot settle a 10%
+effect (draft p50 is near 0.15 s and moves with the phase of the 100 ms audio messages
+against the decode steps: one pair gave 1.77x, the next 1.02x); pooling alternating rounds
+averages that out and spreads any drift of the machine over both kinds. Goals (issue 8):
+latency within 10% of the quiet rounds, p99 delay at most 150 ms in every loaded round, no
+final lost. Definitions: docs/metrics.md, "Load".
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 DEFAULT_PRESENTERS = 2
 DEFAULT_LISTENERS = 1000
 DEFAULT_STALLED = 10
+DEFAULT_PAIRS = 3
 MIB = 2**20
 
 
@@ -91,6 +96,7 @@ class LoadSettings:
     presenters: int = DEFAULT_PRESENTERS
     listeners: int = DEFAULT_LISTENERS
     stalled: int = DEFAULT_STALLED
+    pairs: int = DEFAULT_PAIRS
     seconds: float | None = None
     client_processes: int | None = None
     url: str | None = None
@@ -257,6 +263,8 @@ class LoadRound:
     """One round: the presenters' replays, and the audience if there was one."""
 
     name: str
+    """``quiet`` or ``loaded``."""
+    pair: int
     replays: tuple[Replay, ...]
     records: tuple[ListenerRecord, ...]
     record_sessions: tuple[int, ...]
@@ -288,6 +296,7 @@ async def _join(pool: ClientPool, audience: Audience, limit_s: float) -> bool:
 
 async def run_round(
     name: str,
+    pair: int,
     recordings: Sequence[Recording],
     settings: LoadSettings,
     server: ServerHandle,
@@ -345,6 +354,7 @@ async def run_round(
     order = sorted(range(len(records)), key=lambda k: records[k].index)
     return LoadRound(
         name=name,
+        pair=pair,
         replays=tuple(replays),
         records=tuple(records[k] for k in order),
         record_sessions=tuple(record_sessions[k] for k in order),
@@ -380,20 +390,21 @@ class LoadRun:
 
 
 async def run_load(settings: LoadSettings) -> LoadRun:
-    """References first (no server running), then the quiet and the loaded round, each on a
-    fresh server (unless ``settings.url``)."""
+    """References first (no server running), then each pair's quiet and loaded round, each
+    on a fresh server (unless ``settings.url``)."""
     full = [load_recording(w) for w in settings.wavs]
     chosen = presenter_recordings(full, settings.presenters)
     references = tuple(reference_words(r, settings) for r in chosen)
     recordings = tuple(trimmed(r, settings.seconds) for r in chosen)
     raise_fd_limit(settings.listeners + 256)
     rounds = []
-    for name, listeners in (("quiet", 0), ("loaded", settings.listeners)):
-        log = settings.out / f"server-load-{name}.log"
-        async with server_under_test(
-            settings.url, settings.server_pid, log, settings.ready_timeout
-        ) as server:
-            rounds.append(await run_round(name, recordings, settings, server, listeners))
+    for pair in range(1, settings.pairs + 1):
+        for name, listeners in (("quiet", 0), ("loaded", settings.listeners)):
+            log = settings.out / f"server-load-{name}.log"
+            async with server_under_test(
+                settings.url, settings.server_pid, log, settings.ready_timeout
+            ) as server:
+                rounds.append(await run_round(name, pair, recordings, settings, server, listeners))
     return LoadRun(recordings, references, tuple(rounds))
 
 
@@ -465,6 +476,7 @@ def round_json(
     cpu = run.cpu
     report: dict[str, Any] = {
         "round": run.name,
+        "pair": run.pair,
         "listeners": len(run.records),
         "draft_latency_s": _dist([v for lat in latencies for v in lat.shown]),
         "final_latency_s": _dist([v for lat in latencies for v in lat.final]),
@@ -562,6 +574,24 @@ LATENCY_KEYS = (
 )
 
 
+def pooled_latencies(
+    rounds: Sequence[LoadRound], references: Sequence[Sequence[TimedWord]]
+) -> dict[str, Any]:
+    """Draft and final latency over every word of every presenter of ``rounds``."""
+    shown: list[float | None] = []
+    final: list[float | None] = []
+    for run in rounds:
+        for ref, rep in zip(references, run.replays, strict=True):
+            lat = presenter_latencies(ref, rep)
+            shown += lat.shown
+            final += lat.final
+    return {"rounds": len(rounds), "draft_latency_s": _dist(shown), "final_latency_s": _dist(final)}
+
+
+def worst_ratio(rows: Sequence[dict[str, Any]]) -> float | None:
+    return max((r["ratio"] for r in rows if r["ratio"] is not None), default=None)
+
+
 def comparison(quiet: dict[str, Any], loaded: dict[str, Any]) -> list[dict[str, Any]]:
     """Loaded / quiet for each latency statistic."""
     rows = []
@@ -582,15 +612,29 @@ def report_json(run: LoadRun, settings: LoadSettings, command: str) -> dict[str,
     """The whole report as JSON-ready data."""
     goals = settings.goals
     rounds = [round_json(r, run.recordings, run.references) for r in run.rounds]
-    quiet, loaded = rounds
-    rows = comparison(quiet, loaded)
+    pooled = {
+        kind: pooled_latencies([r for r in run.rounds if r.name == kind], run.references)
+        for kind in ("quiet", "loaded")
+    }
+    rows = comparison(pooled["quiet"], pooled["loaded"])
     ratios = [r["ratio"] for r in rows]
     latency_ok = all(r is not None and r <= goals.latency_ratio_max for r in ratios)
-    audience = loaded.get("audience")
-    p99 = audience["delay_s"]["p99"] if audience else None
+    per_pair = []
+    for pair in sorted({r["pair"] for r in rounds}):
+        quiet, loaded = (
+            next(r for r in rounds if r["pair"] == pair and r["round"] == kind)
+            for kind in ("quiet", "loaded")
+        )
+        pair_rows = comparison(quiet, loaded)
+        per_pair.append({"pair": pair, "rows": pair_rows, "worst_ratio": worst_ratio(pair_rows)})
+    audiences = [r["audience"] for r in rounds if r.get("audience")]
+    p99s = [a["delay_s"]["p99"] for a in audiences]
+    p99 = None if not p99s or None in p99s else max(p99s)
     delay_ok = p99 is not None and p99 <= goals.delay_p99_s
-    finals_ok = audience is not None and audience["finals"]["healthy_exact"] == audience["healthy"]
-    worst = max((r for r in ratios if r is not None), default=None)
+    healthy = sum(a["healthy"] for a in audiences)
+    exact = sum(a["finals"]["healthy_exact"] for a in audiences)
+    finals_ok = bool(audiences) and exact == healthy
+    worst = worst_ratio(rows)
     return {
         "benchmark": "load",
         "command": command,
@@ -606,28 +650,30 @@ def report_json(run: LoadRun, settings: LoadSettings, command: str) -> dict[str,
         "presenters": settings.presenters,
         "listeners": settings.listeners,
         "stalled": settings.stalled,
+        "pairs": settings.pairs,
         "limits": asdict(goals),
         "goals": {
-            "presenter latency, loaded / quiet (worst of draft and final p50 and p95)": {
+            "presenter latency, loaded / quiet rounds pooled (worst of draft and final p50 "
+            "and p95)": {
                 "value": "–" if worst is None else f"{worst:.2f}",
                 "goal": f"<= {goals.latency_ratio_max:g}",
                 "met": latency_ok,
             },
-            "p99 delay to healthy listeners, ms": {
+            "p99 delay to healthy listeners (worst loaded round), ms": {
                 "value": "–" if p99 is None else f"{1000 * p99:.0f}",
                 "goal": f"<= {1000 * goals.delay_p99_s:.0f}",
                 "met": delay_ok,
             },
-            "healthy listeners with every final of their session": {
-                "value": f"{audience['finals']['healthy_exact']} / {audience['healthy']}"
-                if audience
-                else "–",
+            "healthy listeners with every final of their session (all loaded rounds)": {
+                "value": f"{exact} / {healthy}" if audiences else "–",
                 "goal": "all",
                 "met": finals_ok,
             },
         },
         "goal_met": latency_ok and delay_ok and finals_ok,
         "latency_comparison": rows,
+        "pooled": pooled,
+        "latency_by_pair": per_pair,
         "rounds": rounds,
     }
 
@@ -647,8 +693,7 @@ def _yes(value: bool | None) -> str:
 def report_markdown(report: dict[str, Any]) -> str:
     """The report's tables in Markdown."""
     machine, limits = report["machine"], report["limits"]
-    quiet, loaded = report["rounds"]
-    audience = loaded.get("audience") or {}
+    rounds = report["rounds"]
     lines = [
         "# Load benchmark: real-time presenters, a large audience, some of it stalled",
         "",
@@ -661,13 +706,12 @@ def report_markdown(report: dict[str, Any]) -> str:
         + ", ".join(f"`{r}`" for r in report["recordings"])
         + (f" (first {report['trimmed_to_s']} s)" if report["trimmed_to_s"] else "")
         + f"; loaded round: {report['listeners']} listeners spread over the sessions, "
-        f"{report['stalled']} of them stalled (connect, then read nothing until the end)",
-        "- Load average (1 / 5 / 15 min) before the quiet round: "
-        + " / ".join(str(x) for x in quiet["machine"]["load_average_before"])
-        + "; before the loaded round: "
-        + " / ".join(str(x) for x in loaded["machine"]["load_average_before"])
-        + "; after: "
-        + " / ".join(str(x) for x in loaded["machine"]["load_average_after"]),
+        f"{report['stalled']} of them stalled (connect, then read nothing until the end); "
+        f"{report['pairs']} pairs of rounds, quiet then loaded, each on a fresh server",
+        "- Load average (1 / 5 / 15 min) before the first round: "
+        + " / ".join(str(x) for x in rounds[0]["machine"]["load_average_before"])
+        + "; after the last: "
+        + " / ".join(str(x) for x in rounds[-1]["machine"]["load_average_after"]),
         "",
         "| goal | measured | target | met |",
         "|---|---|---|---|",
@@ -676,7 +720,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {name} | {goal['value']} | {goal['goal']} | {_yes(goal['met'])} |")
     lines += [
         "",
-        "## Presenter caption latency (all words of all presenters)",
+        "## Presenter caption latency (all words of all presenters, rounds of a kind pooled)",
         "",
         "| metric | quiet s | loaded s | loaded / quiet |",
         "|---|---|---|---|",
@@ -688,37 +732,52 @@ def report_markdown(report: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "| round | listeners | lag max s | server CPU cores | server RSS start / peak MiB "
-        "| listener processes CPU cores | other load cores | wall s |",
-        "|---|---|---|---|---|---|---|---|",
+        "Pair by pair, loaded / quiet (how much one pair alone moves):",
+        "",
+        "| pair | draft p50 | draft p95 | final p50 | final p95 | worst |",
+        "|---|---|---|---|---|---|",
     ]
-    for r in report["rounds"]:
+    for pair in report["latency_by_pair"]:
+        cells = " | ".join(_f(r["ratio"]) for r in pair["rows"])
+        lines.append(f"| {pair['pair']} | {cells} | {_f(pair['worst_ratio'])} |")
+    lines += [
+        "",
+        "| round | pair | listeners | lag max s | server CPU cores | server RSS start / peak MiB "
+        "| listener processes CPU cores | other load cores | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rounds:
         lines.append(
-            f"| {r['round']} | {r['listeners']} | {_f(r['lag_max_s'])} "
+            f"| {r['round']} | {r['pair']} | {r['listeners']} | {_f(r['lag_max_s'])} "
             f"| {_f(r['server']['cpu_cores'])} | {_f(r['server']['rss_start_mib'], 0)} / "
             f"{_f(r['server']['rss_peak_mib'], 0)} | {_f(r['clients_cpu_cores'])} "
             f"| {_f(r['machine']['other_cores'])} | {_f(r['wall_s'], 1)} |"
         )
     lines += [
         "",
-        "| round | recording | draft p50 / p95 s | final p50 / p95 s | lag p95 / max s | finals |",
-        "|---|---|---|---|---|---|",
+        "| round | pair | recording | draft p50 / p95 s | final p50 / p95 s | lag p95 / max s "
+        "| finals |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for r in report["rounds"]:
+    for r in rounds:
         for p in r["per_presenter"]:
             d, f, g = p["draft_latency_s"], p["final_latency_s"], p["lag_s"]
             lines.append(
-                f"| {r['round']} | {p['recording']} | {_f(d['p50'])} / {_f(d['p95'])} "
+                f"| {r['round']} | {r['pair']} | {p['recording']} "
+                f"| {_f(d['p50'])} / {_f(d['p95'])} "
                 f"| {_f(f['p50'])} / {_f(f['p95'])} | {_f(g['p95'])} / {_f(g['max'])} "
                 f"| {p['finals']} |"
             )
-    if audience:
+    for r in rounds:
+        audience = r.get("audience")
+        if not audience:
+            continue
         d, fin, st = audience["delay_s"], audience["finals"], audience["stalled_outcome"]
         closes = ", ".join(f"{code}: {n}" for code, n in st["first_close_codes"].items()) or "none"
         reasons = sorted({c for row in st["per_listener"] for c in row["closes"]})
         lines += [
             "",
-            "## Audience (loaded round)",
+            f"## Audience (loaded round, pair {r['pair']})",
             "",
             f"- Healthy listeners: {audience['healthy']}; event delay p50 / p95 / p99 / max "
             f"{_ms(d['p50'])} / {_ms(d['p95'])} / {_ms(d['p99'])} / {_ms(d['max'])} ms "
@@ -790,6 +849,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--listeners", type=int, default=DEFAULT_LISTENERS)
     parser.add_argument("--stalled", type=int, default=DEFAULT_STALLED)
     parser.add_argument(
+        "--pairs", type=int, default=DEFAULT_PAIRS, help="quiet + loaded rounds, alternating"
+    )
+    parser.add_argument(
         "--files",
         nargs="+",
         metavar="FILE",
@@ -831,6 +893,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         presenters=args.presenters,
         listeners=args.listeners,
         stalled=args.stalled,
+        pairs=max(1, args.pairs),
         seconds=args.seconds,
         client_processes=args.client_processes,
         url=args.url,

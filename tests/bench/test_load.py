@@ -153,6 +153,7 @@ def test_audience_counts_from_the_presenters_state_events() -> None:
 
 ROUND_KEYS = {
     "round",
+    "pair",
     "listeners",
     "draft_latency_s",
     "final_latency_s",
@@ -207,6 +208,8 @@ def test_load_two_presenters_small_audience_real_run(
             "8",
             "--stalled",
             "2",
+            "--pairs",
+            "2",
             "--seconds",
             "6",
             "--client-processes",
@@ -231,7 +234,23 @@ def test_load_two_presenters_small_audience_real_run(
     assert report["goal_met"] == all(g["met"] for g in report["goals"].values())
     assert len(report["latency_comparison"]) == 4
 
-    quiet, loaded = report["rounds"]
+    assert report["pairs"] == 2
+    assert [(r["round"], r["pair"]) for r in report["rounds"]] == [
+        ("quiet", 1),
+        ("loaded", 1),
+        ("quiet", 2),
+        ("loaded", 2),
+    ]
+    # The goal compares the rounds of each kind pooled: twice each round's words.
+    pooled = report["pooled"]
+    assert pooled["quiet"]["rounds"] == pooled["loaded"]["rounds"] == 2
+    assert pooled["quiet"]["draft_latency_s"]["count"] == sum(
+        r["draft_latency_s"]["count"] for r in report["rounds"] if r["round"] == "quiet"
+    )
+    assert [p["pair"] for p in report["latency_by_pair"]] == [1, 2]
+    assert all(len(p["rows"]) == 4 for p in report["latency_by_pair"])
+    assert "Pair by pair" in (tmp_path / "load.md").read_text()
+    quiet, loaded = report["rounds"][2:]
     assert quiet["round"] == "quiet" and loaded["round"] == "loaded"
     assert set(quiet) == ROUND_KEYS and set(loaded) == ROUND_KEYS | {"audience"}
     assert quiet["listeners"] == 0 and loaded["listeners"] == 8
