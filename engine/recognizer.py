@@ -8,7 +8,9 @@ larger steps, not a backlog), scores it with the VAD, and then either
   it grows past ``max_segment_s``; a closed segment is re-decoded once with more care (beam
   ``refine_beam``, previous finals as the prompt) into its final caption; or
 - re-decodes the open segment greedily and feeds the hypothesis to LocalAgreement-2, which
-  yields a draft caption (committed words, then the unstable tail).
+  yields a draft caption (committed words, then the unstable tail), if the VAD heard speech
+  since the last draft (in a pause a draft would only decode the same words again, taking
+  the worker from another stream).
 """
 
 from __future__ import annotations
@@ -116,6 +118,9 @@ class StreamingRecognizer:
         self.processed_until = self._buffer.origin
         self._final_audio: dict[int, Samples] = {}
         self._last_draft_end = self._buffer.origin
+        self._drafted_speech_end = self._buffer.origin
+        """The VAD's speech end when the last draft was decoded: until speech goes on past
+        it, another draft would decode the same words again."""
         self.draft_steps = 0
         self.skipped_drafts = 0
 
@@ -164,8 +169,9 @@ class StreamingRecognizer:
             not draft
             or span[1] - span[0] < self.config.min_speech_s
             or now - self._last_draft_end < self.config.draft_interval_s
+            or span[1] <= self._drafted_speech_end
         ):
-            pass  # too little speech yet, or too little new audio since the last draft
+            pass  # too little speech yet, or nothing new heard since the last draft
         elif (
             backlog > self.config.max_backlog_s
             and seg.drafted
@@ -247,6 +253,7 @@ class StreamingRecognizer:
         )
         self.draft_steps += 1
         self._last_draft_end = now
+        self._drafted_speech_end = speech_end
         seg.agreement.update(words)
         shown = seg.agreement.words()
         text = join_words(shown)

@@ -171,6 +171,23 @@ async def test_without_refine_the_committed_words_are_the_final() -> None:
     assert {o.beam_size for o in transcriber.calls} == {1}
 
 
+async def test_no_draft_decode_while_nothing_new_is_heard() -> None:
+    # No pause is long enough to close the segment here, so each step in the silence from
+    # 2.6 s could draft: it would decode the same words again.
+    recognizer, transcriber = make_recognizer(min_silence_s=5.0, short_pause_s=5.0)
+    audio = make_audio(5.0)
+    cut = int(2.9 * SAMPLE_RATE)
+    await feed(recognizer, audio[:cut], 0.3)
+    heard = len(transcriber.calls)
+    assert heard > 0
+    await feed(recognizer, audio[cut : int(3.6 * SAMPLE_RATE)], 0.3)
+    assert len(transcriber.calls) == heard
+    # Speech again: drafting resumes.
+    events = await feed(recognizer, audio[int(3.6 * SAMPLE_RATE) :], 0.3)
+    assert len(transcriber.calls) > heard
+    assert any("This" in e.text for e in events if e.state == "draft")
+
+
 async def test_silence_only_never_decodes() -> None:
     recognizer, transcriber = make_recognizer()
     silence = -np.ones(SAMPLE_RATE * 3, dtype=np.float32) * 1e-3
