@@ -30,7 +30,7 @@ from bench.fanout import (
 from bench.metrics import Distribution, SendSchedule, distribution
 from bench.recordings import Recording, load_recording
 from bench.replay import Replay, ReplayError, replay
-from bench.report import machine_info
+from bench.report import machine_info, pyplot, save_figure
 from bench.server import ServerHandle
 
 DEFAULT_MAX = 4
@@ -347,11 +347,7 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
 
 def plot_lag(rounds: Sequence[CapacityRound], limit_s: float, path: Path) -> Path:
     """Lag over time, one panel per round, one line per presenter; saved as PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, axes = plt.subplots(
         len(rounds), 1, figsize=(9, 2.6 * len(rounds)), sharex=True, squeeze=False
     )
@@ -371,10 +367,7 @@ def plot_lag(rounds: Sequence[CapacityRound], limit_s: float, path: Path) -> Pat
         ax.legend(fontsize=7, loc="upper left")
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("seconds since the presenter's first audio")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def write_report(

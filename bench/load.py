@@ -443,15 +443,21 @@ def _dist(values: Sequence[float | None]) -> dict[str, Any]:
     return asdict(distribution(values))
 
 
+def round_latencies(
+    run: LoadRound, references: Sequence[Sequence[TimedWord]]
+) -> list[WordLatencies]:
+    """Each presenter's per-word latencies in one round."""
+    return [presenter_latencies(ref, rep) for ref, rep in zip(references, run.replays, strict=True)]
+
+
 def round_json(
     run: LoadRound,
     recordings: Sequence[Recording],
     references: Sequence[Sequence[TimedWord]],
+    latencies: Sequence[WordLatencies],
 ) -> dict[str, Any]:
-    """One round: presenter latency and lag; for the loaded round the audience too."""
-    latencies = [
-        presenter_latencies(ref, rep) for ref, rep in zip(references, run.replays, strict=True)
-    ]
+    """One round (``latencies``: its :func:`round_latencies`): presenter latency and lag;
+    for the loaded round the audience too."""
     presenters: list[dict[str, Any]] = []
     for recording, ref, rep, lat in zip(
         recordings, references, run.replays, latencies, strict=True
@@ -574,18 +580,15 @@ LATENCY_KEYS = (
 )
 
 
-def pooled_latencies(
-    rounds: Sequence[LoadRound], references: Sequence[Sequence[TimedWord]]
-) -> dict[str, Any]:
-    """Draft and final latency over every word of every presenter of ``rounds``."""
-    shown: list[float | None] = []
-    final: list[float | None] = []
-    for run in rounds:
-        for ref, rep in zip(references, run.replays, strict=True):
-            lat = presenter_latencies(ref, rep)
-            shown += lat.shown
-            final += lat.final
-    return {"rounds": len(rounds), "draft_latency_s": _dist(shown), "final_latency_s": _dist(final)}
+def pooled_latencies(rounds: Sequence[Sequence[WordLatencies]]) -> dict[str, Any]:
+    """Draft and final latency over every word of every presenter of ``rounds`` (each
+    round's :func:`round_latencies`)."""
+    words = [lat for latencies in rounds for lat in latencies]
+    return {
+        "rounds": len(rounds),
+        "draft_latency_s": _dist([v for lat in words for v in lat.shown]),
+        "final_latency_s": _dist([v for lat in words for v in lat.final]),
+    }
 
 
 def worst_ratio(rows: Sequence[dict[str, Any]]) -> float | None:
@@ -611,9 +614,15 @@ def comparison(quiet: dict[str, Any], loaded: dict[str, Any]) -> list[dict[str, 
 def report_json(run: LoadRun, settings: LoadSettings, command: str) -> dict[str, Any]:
     """The whole report as JSON-ready data."""
     goals = settings.goals
-    rounds = [round_json(r, run.recordings, run.references) for r in run.rounds]
+    latencies = [round_latencies(r, run.references) for r in run.rounds]
+    rounds = [
+        round_json(r, run.recordings, run.references, lat)
+        for r, lat in zip(run.rounds, latencies, strict=True)
+    ]
     pooled = {
-        kind: pooled_latencies([r for r in run.rounds if r.name == kind], run.references)
+        kind: pooled_latencies(
+            [lat for r, lat in zip(run.rounds, latencies, strict=True) if r.name == kind]
+        )
         for kind in ("quiet", "loaded")
     }
     rows = comparison(pooled["quiet"], pooled["loaded"])

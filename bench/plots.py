@@ -27,6 +27,7 @@ from typing import Any
 
 from bench.capacity import lag_series
 from bench.metrics import SendSchedule
+from bench.report import pyplot, save_figure
 
 DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -36,15 +37,6 @@ def _load(path: Path) -> dict[str, Any] | None:
         return None
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def word_latencies(files: Sequence[Mapping[str, Any]], key: str) -> list[float]:
@@ -65,7 +57,7 @@ def cdf_plot(
     present = {label: sorted(values) for label, values in series.items() if values}
     if not present:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     figure, ax = plt.subplots(figsize=(8, 4.5))
     for label, values in present.items():
         n = len(values)
@@ -81,10 +73,7 @@ def cdf_plot(
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def lines_plot(
@@ -99,7 +88,7 @@ def lines_plot(
     present = {label: points for label, points in series.items() if points}
     if not present:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     figure, ax = plt.subplots(figsize=(9, 4))
     for label, points in present.items():
         ax.plot([p[0] for p in points], [p[1] for p in points], label=label, linewidth=1.1)
@@ -110,10 +99,7 @@ def lines_plot(
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def trace_lag(trace: Mapping[str, Any]) -> list[tuple[float, float]]:

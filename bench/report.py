@@ -19,6 +19,24 @@ from bench.reference import whisper_model_dir
 from bench.replay import Replay
 
 
+def pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend (benches run without a display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(figure: Any, path: Path) -> Path:
+    """Lay out ``figure``, write it to ``path`` (PNG, 110 dpi) and close it."""
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot().close(figure)
+    return path
+
+
 def machine_info() -> dict[str, Any]:
     """CPU model, core counts, memory, OS, Python, and the load average when the run ended
     (other work on the machine skews the numbers)."""

@@ -50,7 +50,7 @@ from bench.fanout import (
 from bench.metrics import distribution
 from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
 from bench.replay import Replay, create_session, present
-from bench.report import machine_info
+from bench.report import machine_info, pyplot, save_figure
 from bench.server import ServerHandle
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -572,11 +572,7 @@ def _ms(value: float | None) -> float | None:
 
 def plot_soak(report: dict[str, Any], path: Path) -> Path:
     """RSS, caption lag and CPU over the stream, one panel each; saved as PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     columns = report["series_columns"]
     rows = [dict(zip(columns, row, strict=True)) for row in report["series"]]
     minutes = [r["at_s"] / 60 for r in rows]
@@ -619,10 +615,7 @@ def plot_soak(report: dict[str, Any], path: Path) -> Path:
     cpu.set_xlabel("minutes since the first audio")
     for ax in (mem, lag, cpu):
         ax.grid(alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def write_report(run: SoakRun, settings: SoakSettings, command: str) -> tuple[list[Path], str]:

@@ -8,9 +8,10 @@ import subprocess
 import sys
 import time
 import wave
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -244,3 +245,20 @@ async def stream_recording(
             ws.close_code,
             ws.close_reason or "",
         )
+
+
+def run_bench_against(
+    server: ServerProcess, out: Path, name: str, args: Sequence[str]
+) -> dict[str, Any]:
+    """``python -m bench NAME ARGS`` against the running ``server`` (its CPU measured by
+    pid), writing into ``out``; returns the JSON report ``out/NAME.json``."""
+    import json
+
+    from bench.__main__ import main
+
+    assert server.process is not None
+    pid = str(server.process.pid)
+    code = main([name, *args, "--url", server.url, "--server-pid", pid, "--out", str(out)])
+    assert code == 0
+    report: dict[str, Any] = json.loads((out / f"{name}.json").read_text())
+    return report

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from bench.__main__ import main
 from bench.capacity import (
     CapacityRound,
     CapacitySettings,
@@ -26,7 +25,7 @@ from bench.fanout import CpuUse
 from bench.metrics import SendSchedule
 from bench.recordings import Recording
 from bench.replay import Received, Replay
-from tests.support import ServerProcess
+from tests.support import ServerProcess, run_bench_against
 
 # 100 ms chunks sent at 10.1, 10.2, ... (chunk k holds audio up to 0.1 * (k + 1) s).
 SCHEDULE = SendSchedule(
@@ -165,27 +164,20 @@ PRESENTER_KEYS = {
 def test_capacity_one_presenter_real_round(
     server: ServerProcess, eval_dir: Path, tmp_path: Path
 ) -> None:
-    assert server.process is not None
     recording = "librivox_shakespeare_sonnet_003"
-    code = main(
+    report = run_bench_against(
+        server,
+        tmp_path,
+        "capacity",
         [
-            "capacity",
             "--max",
             "1",
             "--seconds",
             "10",
             "--files",
             recording,
-            "--url",
-            server.url,
-            "--server-pid",
-            str(server.process.pid),
-            "--out",
-            str(tmp_path),
-        ]
+        ],
     )
-    assert code == 0
-    report = json.loads((tmp_path / "capacity.json").read_text())
     assert (tmp_path / "capacity.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "capacity.md").read_text().startswith("# Capacity benchmark")
     assert report["benchmark"] == "capacity" and report["recordings"] == [recording]

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from bench.__main__ import main
 from bench.fanout import (
     ClientSpec,
     CpuSnapshot,
@@ -36,7 +35,7 @@ from bench.fanout import (
 from bench.metrics import SendSchedule
 from bench.recordings import Recording
 from bench.replay import Received, Replay
-from tests.support import ServerProcess
+from tests.support import ServerProcess, run_bench_against
 
 # --- metrics ------------------------------------------------------------------------------
 
@@ -315,26 +314,19 @@ DELAY_KEYS = {"count", "p50", "p95", "p99", "mean", "min", "max"}
 def test_fanout_20_listeners_every_final_everywhere(
     server: ServerProcess, eval_dir: Path, tmp_path: Path
 ) -> None:
-    assert server.process is not None
-    code = main(
+    report = run_bench_against(
+        server,
+        tmp_path,
+        "fanout",
         [
-            "fanout",
             "--listeners",
             "20",
             "--seconds",
             "15",
             "--client-processes",
             "2",
-            "--url",
-            server.url,
-            "--server-pid",
-            str(server.process.pid),
-            "--out",
-            str(tmp_path),
-        ]
+        ],
     )
-    assert code == 0
-    report = json.loads((tmp_path / "fanout.json").read_text())
     assert (tmp_path / "fanout.md").read_text().startswith("# Fan-out benchmark")
     assert report["benchmark"] == "fanout"
     assert report["command"].startswith("python -m bench fanout --listeners 20")

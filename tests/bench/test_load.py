@@ -4,12 +4,10 @@ of real recordings, a handful of listeners, 2 of them stalled, the real server).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench.__main__ import main
 from bench.fanout import ClientSpec, Listener
 from bench.load import (
     SocketRow,
@@ -23,7 +21,7 @@ from bench.load import (
 )
 from bench.metrics import SendSchedule
 from bench.replay import Received, Replay
-from tests.support import ServerProcess
+from tests.support import ServerProcess, run_bench_against
 
 
 def test_spread_deals_evenly_first_ones_larger() -> None:
@@ -200,10 +198,11 @@ AUDIENCE_KEYS = {
 def test_load_two_presenters_small_audience_real_run(
     server: ServerProcess, eval_dir: Path, tmp_path: Path
 ) -> None:
-    assert server.process is not None
-    code = main(
+    report = run_bench_against(
+        server,
+        tmp_path,
+        "load",
         [
-            "load",
             "--listeners",
             "8",
             "--stalled",
@@ -214,16 +213,8 @@ def test_load_two_presenters_small_audience_real_run(
             "6",
             "--client-processes",
             "2",
-            "--url",
-            server.url,
-            "--server-pid",
-            str(server.process.pid),
-            "--out",
-            str(tmp_path),
-        ]
+        ],
     )
-    assert code == 0
-    report = json.loads((tmp_path / "load.json").read_text())
     assert (tmp_path / "load.md").read_text().startswith("# Load benchmark")
     assert report["benchmark"] == "load"
     assert report["command"].startswith("python -m bench load --listeners 8")

@@ -3,12 +3,10 @@ cases, and one short real run (0.3 minutes, a few listeners, the real server).""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench.__main__ import main
 from bench.capacity import LagSample
 from bench.fanout import CpuSnapshot
 from bench.recordings import Recording
@@ -21,7 +19,7 @@ from bench.soak import (
     memory_growth,
     time_series,
 )
-from tests.support import ServerProcess
+from tests.support import ServerProcess, run_bench_against
 
 
 def recording(name: str, seconds: float, value: int) -> Recording:
@@ -134,25 +132,19 @@ SOAK_KEYS = {
 @pytest.mark.model
 def test_soak_short_real_run(server: ServerProcess, eval_dir: Path, tmp_path: Path) -> None:
     assert server.process is not None
-    code = main(
+    report = run_bench_against(
+        server,
+        tmp_path,
+        "soak",
         [
-            "soak",
             "--minutes",
             "0.3",
             "--listeners",
             "3",
             "--interval",
             "3",
-            "--url",
-            server.url,
-            "--server-pid",
-            str(server.process.pid),
-            "--out",
-            str(tmp_path),
-        ]
+        ],
     )
-    assert code == 0
-    report = json.loads((tmp_path / "soak.json").read_text())
     assert (tmp_path / "soak.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "soak.md").read_text().startswith("# Soak benchmark")
     assert set(report) == SOAK_KEYS
