@@ -7,6 +7,10 @@ larger steps, not a backlog), scores it with the VAD, and then either
   committed sentence end once the segment is long enough, or at the last committed word when
   it grows past ``max_segment_s``; a closed segment is re-decoded once with more care (beam
   ``refine_beam``, previous finals as the prompt) into its final caption; or
+- as soon as the speech pauses, before the pause is long enough to close the segment, makes
+  that careful decode early (``early_finals``): if the pause then closes the segment with
+  only silence after the decoded audio, the final needs no decode of its own and follows the
+  pause at once; if the speaker goes on, the decode was spent for nothing; or
 - re-decodes the open segment greedily and feeds the hypothesis to LocalAgreement-2, which
   yields a draft caption (committed words, then the unstable tail), if the VAD heard speech
   since the last draft (in a pause a draft would only decode the same words again, taking
@@ -81,6 +85,19 @@ class RecognizerConfig:
     """Bounds every decode; speech rarely passes 5 tokens a second, loops do."""
     max_backlog_s: float = 2.0
     """Past this much unprocessed audio, draft decodes are skipped until the backlog clears."""
+    early_finals: bool = True
+    """Make a segment's refine decode once its speech pauses, while the pause is still too
+    short to close it, so that its final follows the close without a decode."""
+
+
+@dataclass(frozen=True, slots=True)
+class _EarlyDecode:
+    """The refine decode of a segment up to ``end``, made when its speech paused at
+    ``speech_end``; it serves the segment's final if nothing but silence follows."""
+
+    speech_end: float
+    end: float
+    words: list[Word]
 
 
 @dataclass(slots=True)
@@ -90,6 +107,7 @@ class _Segment:
     agreement: LocalAgreement = field(default_factory=LocalAgreement)
     drafted: bool = False
     last_draft: str = ""
+    early: _EarlyDecode | None = None
 
 
 class StreamingRecognizer:
@@ -123,6 +141,9 @@ class StreamingRecognizer:
         it, another draft would decode the same words again."""
         self.draft_steps = 0
         self.skipped_drafts = 0
+        self.early_decodes = 0
+        self.early_finals = 0
+        """Finals that used their early decode (the rest of ``early_decodes`` were spent)."""
 
     @property
     def received_until(self) -> float:
@@ -165,6 +186,8 @@ class StreamingRecognizer:
             # Only silence so far: keep a short lead-in, drop the rest.
             seg.start = max(seg.start, now - self.config.lead_in_s)
             self._trim(seg.start)
+        elif draft and self._pause_began(seg, span, now, backlog):
+            await self._decode_early(span[1], now)
         elif (
             not draft
             or span[1] - span[0] < self.config.min_speech_s
@@ -275,6 +298,65 @@ class StreamingRecognizer:
             )
         ]
 
+    def _pause_began(
+        self, seg: _Segment, span: tuple[float, float], now: float, backlog: float
+    ) -> bool:
+        """Whether the segment's speech has paused for as long as a cut would follow it, but
+        has no early decode for this pause yet."""
+        return (
+            self.config.early_finals
+            and self.config.refine
+            and span[1] - span[0] >= self.config.min_speech_s
+            and self._speech.end >= span[1] + self._cut_delay(now)
+            and (seg.early is None or seg.early.speech_end != span[1])
+            and backlog <= self.config.max_backlog_s
+        )
+
+    async def _decode_early(self, speech_end: float, now: float) -> None:
+        seg = self._segment
+        end = min(now, speech_end + self._cut_delay(now))
+        words = await self._decode(
+            seg.start,
+            end,
+            self.config.refine_beam,
+            timestamps=False,
+            full_window=self.config.refine_full_window,
+        )
+        seg.early = _EarlyDecode(speech_end, end, words)
+        self.early_decodes += 1
+        # No draft of the same speech while the pause may still close the segment: it would
+        # hold the worker when the final is due.
+        self._drafted_speech_end = max(self._drafted_speech_end, speech_end)
+
+    def _early_words(self, cut: float) -> list[Word] | None:
+        """The early decode's words if it covers the segment up to ``cut``: only silence lies
+        between the speech it heard and the cut."""
+        early = self._segment.early
+        if early is None or cut < early.speech_end:
+            return None
+        after = self._speech.speech_span(early.speech_end)
+        if after is not None and after[0] < cut:
+            return None
+        self.early_finals += 1
+        return early.words
+
+    def _pause_needed(self, now: float) -> float:
+        """How long a pause closes the open segment: short once it is long, or once it holds
+        a committed sentence end."""
+        config = self.config
+        seg = self._segment
+        length = now - seg.start
+        committed_sentence = seg.agreement.last_sentence_end(seg.start) > 0
+        if length >= config.long_segment_s or (
+            committed_sentence and length >= config.sentence_min_s
+        ):
+            return config.short_pause_s
+        return config.min_silence_s
+
+    def _cut_delay(self, now: float) -> float:
+        """How far after the speech's end a pause cuts the segment."""
+        return min(0.25, self._pause_needed(now) / 2)
+
     def _find_cut(self, now: float) -> float | None:
         """Where the open segment ends, if it has ended: at the first pause long enough for
         its length and content, or at its quietest moment once it is far too long.
@@ -284,17 +366,10 @@ class StreamingRecognizer:
         """
         config = self.config
         seg = self._segment
-        pause = config.min_silence_s
-        length = now - seg.start
-        committed_sentence = seg.agreement.last_sentence_end(seg.start) > 0
-        if length >= config.long_segment_s or (
-            committed_sentence and length >= config.sentence_min_s
-        ):
-            pause = config.short_pause_s
-        speech_end = self._speech.first_pause(seg.start, pause)
+        speech_end = self._speech.first_pause(seg.start, self._pause_needed(now))
         if speech_end is not None:
-            return min(now, speech_end + min(0.25, pause / 2))
-        if length >= config.max_segment_s:
+            return min(now, speech_end + self._cut_delay(now))
+        if now - seg.start >= config.max_segment_s:
             return self._speech.quietest(seg.start + config.max_segment_s * 2 / 3, now)
         return None
 
@@ -305,7 +380,8 @@ class StreamingRecognizer:
 
         ``hint`` is what streaming showed for the segment. The whole segment is decoded once
         more (beam ``refine_beam``, or greedily with ``refine`` off, since the last draft may
-        predate the last word); the hint bounds the decode's end.
+        predate the last word); the hint bounds the decode's end. An early decode of the
+        segment serves instead when only silence followed it.
         """
         seg = self._segment
         words = hint
@@ -313,14 +389,18 @@ class StreamingRecognizer:
             beam = self.config.refine_beam if self.config.refine else self.config.draft_beam
             # Word timing is not needed (the caption spans the segment), so this decode skips
             # the alignment pass; the hint anchors its end instead.
-            decoded = await self._decode(
-                seg.start,
-                cut,
-                beam,
-                timestamps=False,
-                pad=pad,
-                full_window=self.config.refine_full_window if full_window is None else full_window,
-            )
+            decoded = self._early_words(cut)
+            if decoded is None:
+                decoded = await self._decode(
+                    seg.start,
+                    cut,
+                    beam,
+                    timestamps=False,
+                    pad=pad,
+                    full_window=(
+                        self.config.refine_full_window if full_window is None else full_window
+                    ),
+                )
             decoded = anchor_to_hint(decoded, hint, self._unheard_words(hint, cut))
             if decoded or not hint:
                 words = decoded

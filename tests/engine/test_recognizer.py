@@ -174,7 +174,9 @@ async def test_without_refine_the_committed_words_are_the_final() -> None:
 async def test_no_draft_decode_while_nothing_new_is_heard() -> None:
     # No pause is long enough to close the segment here, so each step in the silence from
     # 2.6 s could draft: it would decode the same words again.
-    recognizer, transcriber = make_recognizer(min_silence_s=5.0, short_pause_s=5.0)
+    recognizer, transcriber = make_recognizer(
+        min_silence_s=5.0, short_pause_s=5.0, early_finals=False
+    )
     audio = make_audio(5.0)
     cut = int(2.9 * SAMPLE_RATE)
     await feed(recognizer, audio[:cut], 0.3)
@@ -186,6 +188,62 @@ async def test_no_draft_decode_while_nothing_new_is_heard() -> None:
     events = await feed(recognizer, audio[int(3.6 * SAMPLE_RATE) :], 0.3)
     assert len(transcriber.calls) > heard
     assert any("This" in e.text for e in events if e.state == "draft")
+
+
+async def steps_with_calls(
+    recognizer: StreamingRecognizer, transcriber: FakeTranscriber, audio: np.ndarray, step_s: float
+) -> list[tuple[list[Caption], list[DecodeOptions]]]:
+    """Each step's events and the decodes it made."""
+    out = []
+    hop = int(step_s * SAMPLE_RATE)
+    for i in range(0, len(audio), hop):
+        before = len(transcriber.calls)
+        recognizer.push(audio[i : i + hop])
+        events = await recognizer.step()
+        out.append((events, transcriber.calls[before:]))
+    return out
+
+
+@pytest.mark.parametrize("early", [True, False])
+async def test_final_follows_the_pause_without_a_decode_of_its_own(early: bool) -> None:
+    recognizer, transcriber = make_recognizer(early_finals=early)
+    steps = await steps_with_calls(recognizer, transcriber, make_audio(7.0), 0.1)
+    closing = [(events, calls) for events, calls in steps if finals(events)]
+    assert [finals(events) for events, _ in closing] == [
+        ["Hello there my friends."],
+        ["This is a test."],
+    ]
+    refines = [o for o in transcriber.calls if o.beam_size == 5]
+    # Either way one careful decode per segment; early, it was made before the close.
+    assert len(refines) == 2
+    closing_refines = [o for _, calls in closing for o in calls if o.beam_size == 5]
+    assert len(closing_refines) == (0 if early else 2)
+    assert (recognizer.early_decodes, recognizer.early_finals) == ((2, 2) if early else (0, 0))
+
+
+async def test_early_decode_is_spent_when_the_speaker_goes_on() -> None:
+    # Neither pause is long enough to close the segment: each gets an early decode; the
+    # first is spent when speech resumes, the second serves the final at the stop.
+    recognizer, transcriber = make_recognizer(min_silence_s=2.0, short_pause_s=2.0)
+    events = await feed(recognizer, make_audio(6.5), 0.1)
+    assert finals(events) == []
+    assert recognizer.early_decodes == 2
+    calls = len(transcriber.calls)
+    tail = await recognizer.finish()
+    assert finals(tail) == ["Hello there my friends. This is a test."]
+    assert len(transcriber.calls) == calls, "the stop reused the early decode"
+    assert recognizer.early_finals == 1
+
+
+async def test_early_decode_is_not_used_past_new_speech() -> None:
+    # The stop comes mid-word after the pause: the early decode missed that speech.
+    recognizer, transcriber = make_recognizer(min_silence_s=2.0, short_pause_s=2.0)
+    await feed(recognizer, make_audio(4.1), 0.1)
+    assert recognizer.early_decodes == 1
+    calls = len(transcriber.calls)
+    tail = await recognizer.finish()
+    assert len(transcriber.calls) == calls + 1 and recognizer.early_finals == 0
+    assert finals(tail)[0].startswith("Hello there my friends. This")
 
 
 async def test_silence_only_never_decodes() -> None:
