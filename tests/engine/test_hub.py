@@ -7,7 +7,13 @@ import asyncio
 import pytest
 
 from engine.events import Caption, StateChange
-from engine.hub import InMemoryHub, ListenerQueue, ListenerTooSlow, SubscriptionClosed
+from engine.hub import (
+    InMemoryHub,
+    ListenerQueue,
+    ListenerTooSlow,
+    Subscription,
+    SubscriptionClosed,
+)
 
 
 def cap(
@@ -117,6 +123,26 @@ def test_language_switch_backfills_translated_finals() -> None:
     assert [e.text for e in drain(sub.queue)] == ["hello"]  # type: ignore[attr-defined]
     hub.set_languages(sub, frozenset({"es"}))
     assert [e.text for e in drain(sub.queue)] == ["hola"]  # type: ignore[attr-defined]
+
+
+async def test_presenter_is_offered_each_event_before_the_audience() -> None:
+    # Each offer wakes a sender; senders run in the order they were woken.
+    hub = InMemoryHub()
+    hub.open("ABC")
+    received: list[str] = []
+    subs = [(f"listener{i}", hub.subscribe("ABC", frozenset({"en"}))) for i in range(30)]
+    subs.insert(15, ("presenter", hub.subscribe("ABC", frozenset(), counted=False)))
+    subs += [(f"late{i}", hub.subscribe("ABC", frozenset({"en"}))) for i in range(30)]
+
+    async def follow(name: str, sub: Subscription) -> None:
+        await sub.get()
+        received.append(name)
+
+    tasks = [asyncio.create_task(follow(name, sub)) for name, sub in subs]
+    await asyncio.sleep(0)  # every sender waits
+    await hub.emit("ABC", cap(0))
+    await asyncio.gather(*tasks)
+    assert received[0] == "presenter" and len(received) == 61
 
 
 def test_listener_count_excludes_the_presenter() -> None:
