@@ -348,6 +348,9 @@ class ClientSpec:
     stalled: frozenset[int] = frozenset()
     """Listeners (of ``indices``) that connect, then read nothing until :class:`Finish`:
     a stalled phone. They do not wait for the audience count."""
+    nice: int = 0
+    """Added to the process's nice value: a positive one lets the listeners take only CPU
+    the server under test leaves (real listeners are phones, not this machine's cores)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -577,6 +580,8 @@ async def _client_main(conn: Connection, spec: ClientSpec) -> None:
 def client_process(conn: Connection, spec: ClientSpec) -> None:
     """Entry point of one client process: run its listeners, report over ``conn``."""
     raise_fd_limit(len(spec.indices) + 256)
+    if spec.nice:
+        os.nice(spec.nice)
     try:
         asyncio.run(_client_main(conn, spec))
     except Exception:

@@ -54,6 +54,10 @@ def test_plan_audience_one_block_per_session_stalled_spread() -> None:
     small = plan_audience("http://h:1", ["AAA", "BBB"], 5, 1, 1)
     assert small.sessions == (0, 1)
     assert [len(s.indices) for s in small.specs] == [3, 2]
+    # The listener processes run at the nice value asked for (default: the server's).
+    assert {s.nice for s in audience.specs} == {0}
+    niced = plan_audience("http://h:1", ["AAA", "BBB"], 5, 1, 1, nice=10)
+    assert {s.nice for s in niced.specs} == {10}
 
 
 async def test_a_stalled_listener_settles_at_once_and_resumes_when_told_to_finish() -> None:
