@@ -94,11 +94,10 @@ class RecognizerConfig:
 
 @dataclass(frozen=True, slots=True)
 class _EarlyDecode:
-    """The refine decode of a segment up to ``end``, made when its speech paused at
-    ``speech_end``; it serves the segment's final if nothing but silence follows."""
+    """The refine decode of a segment, made when its speech paused at ``speech_end``; it
+    serves the segment's final if nothing but silence follows."""
 
     speech_end: float
-    end: float
     words: list[Word]
 
 
@@ -315,16 +314,9 @@ class StreamingRecognizer:
         )
 
     async def _decode_early(self, speech_end: float, now: float) -> None:
-        seg = self._segment
         end = min(now, speech_end + self._cut_delay(now))
-        words = await self._decode(
-            seg.start,
-            end,
-            self.config.refine_beam,
-            timestamps=False,
-            full_window=self.config.refine_full_window,
-        )
-        seg.early = _EarlyDecode(speech_end, end, words)
+        words = await self._refine_decode(end)
+        self._segment.early = _EarlyDecode(speech_end, words)
         self.early_decodes += 1
         # No draft of the same speech while the pause may still close the segment: it would
         # hold the worker when the final is due.
@@ -388,21 +380,9 @@ class StreamingRecognizer:
         seg = self._segment
         words = hint
         if self._speech.speech_span(seg.start) is not None:
-            beam = self.config.refine_beam if self.config.refine else self.config.draft_beam
-            # Word timing is not needed (the caption spans the segment), so this decode skips
-            # the alignment pass; the hint anchors its end instead.
             decoded = self._early_words(cut)
             if decoded is None:
-                decoded = await self._decode(
-                    seg.start,
-                    cut,
-                    beam,
-                    timestamps=False,
-                    pad=pad,
-                    full_window=(
-                        self.config.refine_full_window if full_window is None else full_window
-                    ),
-                )
+                decoded = await self._refine_decode(cut, pad=pad, full_window=full_window)
             decoded = anchor_to_hint(decoded, hint, self._unheard_words(hint, cut))
             if decoded or not hint:
                 words = decoded
@@ -429,6 +409,23 @@ class StreamingRecognizer:
         self._segment = _Segment(cut)
         self._trim(cut - self.config.lead_in_s)
         return events
+
+    async def _refine_decode(
+        self, end: float, *, pad: float = 0.0, full_window: bool | None = None
+    ) -> list[Word]:
+        """The careful decode of the open segment up to ``end`` that makes its final (beam
+        ``refine_beam``, or greedy with ``refine`` off). Word timing is not needed (the
+        caption spans the segment), so it skips the alignment pass; the hint anchors its end.
+        """
+        config = self.config
+        return await self._decode(
+            self._segment.start,
+            end,
+            config.refine_beam if config.refine else config.draft_beam,
+            timestamps=False,
+            pad=pad,
+            full_window=config.refine_full_window if full_window is None else full_window,
+        )
 
     def _unheard_words(self, hint: list[Word], cut: float) -> int:
         """How many words may have been spoken after the hint's last word: the last draft
