@@ -76,9 +76,8 @@ DEFAULT_STALLED = 10
 DEFAULT_PAIRS = 3
 DEFAULT_CLIENT_NICE = 10
 """The listener processes run at this nice value: on one machine they would otherwise take
-CPU from the server under test at the moments it fans out (worst ratio 1.16 and 1.21 in two
-runs at 0; 1.11 and 1.09 at 10, where the delays the clients measure rise from 60-64 to
-91-103 ms at p99: they include the clients' own wait for a CPU)."""
+CPU from the server under test at the moments it fans out (measured in docs/metrics.md,
+"Load")."""
 MIB = 2**20
 
 
@@ -722,7 +721,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
         f"{machine['memory_gib']} GiB, Python {machine['python']}; server, listeners and "
         "presenters all on this machine (loopback); the listener processes at nice "
-        f"{report.get('client_nice', 0)}, so that they take only CPU the server leaves",
+        f"{report['client_nice']}, so that they take only CPU the server leaves",
         f"- Date (UTC): {report['created_utc']}",
         f"- {report['presenters']} presenters in real time, each its own session: "
         + ", ".join(f"`{r}`" for r in report["recordings"])
