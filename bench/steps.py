@@ -2,7 +2,11 @@
 
 Whatever the machine's load, each file is cut into the same steps, so the final WER of two
 recogniser settings can be compared exactly (real-time runs move with load, since load changes
-how much audio each step takes). No server, no latency: use ``captions`` for those.
+how much audio each step takes). No server and no wall clock: the latencies reported are
+*audio-time* latencies, as if every decode took no time (each step's captions are dated at the
+end of the audio it had heard), and so show what segmentation alone costs; the same per-word
+rule as ``captions`` (docs/metrics.md) against the same reference word times. Real-time
+latency adds the decodes and the queue for the worker: use ``captions`` for that.
 
 ``python -m bench steps [--step 0.5] [--set min_silence_s=0.4 ...] [--full-window-drafts]``
 """
@@ -14,18 +18,26 @@ import asyncio
 import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 from bench.alignment import word_errors
+from bench.metrics import CaptionUpdate, SendSchedule, distribution, word_latencies
 from bench.recordings import EVAL_LONGFORM_EN, default_wavs, load_recording, resolve_wavs
+from bench.reference import DecodeSettings, cached_decode, timed_reference
 from bench.textnorm import normalise_words
+from engine.events import Caption
 from engine.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.vad import SileroModel, StreamingVad
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
 from models.whisper import FasterWhisperTranscriber
+
+SAMPLE_RATE = 16000
+RESULTS_CACHE = Path(__file__).resolve().parent / "results" / "cache"
 
 
 def config_with(overrides: Sequence[str]) -> RecognizerConfig:
@@ -45,30 +57,56 @@ def config_with(overrides: Sequence[str]) -> RecognizerConfig:
     return replace(config, **changes)  # type: ignore[arg-type]
 
 
-async def final_text(
+@dataclass(frozen=True, slots=True)
+class Stepped:
+    """One recording stepped through the recogniser: its caption events dated in audio time
+    (``arrival`` = seconds of audio heard when the step that made them began) and the
+    matching send schedule (chunk ``i`` = step ``i``, sent at the time its audio ends)."""
+
+    updates: tuple[CaptionUpdate, ...]
+    schedule: SendSchedule
+
+    @property
+    def text(self) -> str:
+        finals = {u.segment: u.text for u in self.updates if u.state == "final"}
+        return " ".join(finals[k] for k in sorted(finals))
+
+    @property
+    def segments(self) -> int:
+        return len({u.segment for u in self.updates if u.state == "final"})
+
+
+async def step_through(
     pcm: bytes,
     transcriber: FasterWhisperTranscriber,
     vad: SileroModel,
     pool: WorkerPool,
     config: RecognizerConfig,
     step_s: float,
-) -> tuple[str, int]:
-    """The joined finals of one recording and how many segments it had."""
+) -> Stepped:
+    """Feed ``pcm`` (16 kHz) in steps of ``step_s`` seconds, then finish."""
     audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
     counter = itertools.count()
     recognizer = StreamingRecognizer(
         transcriber, StreamingVad(vad), pool.run, lambda: next(counter), config
     )
-    finals: dict[int, str] = {}
-    hop = int(step_s * 16000)
+    updates: list[CaptionUpdate] = []
+    ends: list[int] = []
+
+    def record(events: Sequence[Caption], heard: int) -> None:
+        for event in events:
+            state: Literal["draft", "final"] = "final" if event.is_final else "draft"
+            updates.append(CaptionUpdate(heard / SAMPLE_RATE, event.segment, state, event.text))
+
+    hop = int(step_s * SAMPLE_RATE)
     for offset in range(0, len(audio), hop):
-        recognizer.push(audio[offset : offset + hop])
-        for event in await recognizer.step():
-            if event.is_final:
-                finals[event.segment] = event.text
-    for event in await recognizer.finish():
-        finals[event.segment] = event.text
-    return " ".join(finals[k] for k in sorted(finals)), len(finals)
+        heard = min(offset + hop, len(audio))
+        recognizer.push(audio[offset:heard])
+        ends.append(heard)
+        record(await recognizer.step(), heard)
+    record(await recognizer.finish(), len(audio))
+    schedule = SendSchedule(SAMPLE_RATE, tuple(ends), tuple(e / SAMPLE_RATE for e in ends))
+    return Stepped(tuple(updates), schedule)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -78,6 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--model", default="tiny.en")
     parser.add_argument("--full-window-drafts", action="store_true")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=RESULTS_CACHE,
+        help="offline decodes for the reference word times (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     config = config_with(args.set)
     wavs = resolve_wavs(args.files, EVAL_LONGFORM_EN) if args.files else default_wavs()
@@ -87,22 +131,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     transcriber.warm()
     vad = SileroModel(silero_vad_path())
     pool = WorkerPool("asr")
-    print("| recording | WER | segments |\n|---|---|---|")
+    print(
+        "| recording | WER | segments | draft p50 / p95 s | final p50 / p95 s |\n"
+        "|---|---|---|---|---|"
+    )
     total = None
+    shown: list[float | None] = []
+    final: list[float | None] = []
     started = time.perf_counter()
     for wav in wavs:
         recording = load_recording(wav)
-        text, segments = asyncio.run(
-            final_text(recording.pcm, transcriber, vad, pool, config, args.step)
+        if recording.sample_rate != SAMPLE_RATE:
+            raise SystemExit(f"{wav}: {recording.sample_rate} Hz, the replay takes 16 kHz")
+        stepped = asyncio.run(
+            step_through(recording.pcm, transcriber, vad, pool, config, args.step)
         )
-        errors = word_errors(normalise_words(recording.reference_text), normalise_words(text))
+        reference = timed_reference(
+            recording, cached_decode(recording, DecodeSettings(), args.cache_dir)
+        )
+        latencies = word_latencies(reference, stepped.updates, stepped.schedule)
+        shown.extend(latencies.shown)
+        final.extend(latencies.final)
+        errors = word_errors(
+            normalise_words(recording.reference_text), normalise_words(stepped.text)
+        )
         total = errors if total is None else total + errors
-        print(f"| {recording.id} | {errors.wer:.3f} | {segments} |", flush=True)
+        print(
+            f"| {recording.id} | {errors.wer:.3f} | {stepped.segments} | "
+            f"{_p50_p95(latencies.shown)} | {_p50_p95(latencies.final)} |",
+            flush=True,
+        )
     if total is not None:
-        print(f"| **overall** | {total.wer:.3f} | |")
+        print(f"| **overall** | {total.wer:.3f} | | {_p50_p95(shown)} | {_p50_p95(final)} |")
     print(
         f"\nsettings: step {args.step} s, {args.set or 'defaults'}; "
         f"{time.perf_counter() - started:.0f} s"
     )
     pool.shutdown()
     return 0
+
+
+def _p50_p95(values: Sequence[float | None]) -> str:
+    dist = distribution(values)
+    return f"{dist.p50:.2f} / {dist.p95:.2f}"

@@ -1,10 +1,20 @@
-"""The compute-unaware replay's settings parser (the replay itself is a model run)."""
+"""The compute-unaware replay: its settings parser, and (with the real tiny.en and Silero
+models) that it dates every caption in audio time."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from bench.steps import config_with
+from bench.recordings import EVAL_LONGFORM_EN, load_recording
+from bench.steps import SAMPLE_RATE, config_with, step_through
+from engine.vad import SileroModel
+from engine.workers import WorkerPool
+from models.catalog import resolve_whisper, silero_vad_path
+from models.whisper import FasterWhisperTranscriber
+
+SONNET = EVAL_LONGFORM_EN / "librivox_shakespeare_sonnet_001.wav"
 
 
 def test_overrides_are_typed_like_the_field() -> None:
@@ -15,3 +25,32 @@ def test_overrides_are_typed_like_the_field() -> None:
 def test_unknown_field_is_refused() -> None:
     with pytest.raises(SystemExit, match="no_such"):
         config_with(["no_such=1"])
+
+
+def test_captions_are_dated_by_the_audio_heard() -> None:
+    recording = load_recording(SONNET)
+    assert recording.sample_rate == SAMPLE_RATE
+    seconds = 15.0
+    pcm = recording.pcm[: int(seconds * SAMPLE_RATE) * 2]
+    transcriber = FasterWhisperTranscriber(resolve_whisper("tiny.en"))
+    pool = WorkerPool("asr")
+    vad = SileroModel(silero_vad_path())
+    try:
+        stepped = asyncio.run(step_through(pcm, transcriber, vad, pool, config_with([]), 0.1))
+    finally:
+        pool.shutdown()
+
+    schedule = stepped.schedule
+    assert schedule.audio_seconds == pytest.approx(seconds)
+    assert len(schedule.send_times) == 150  # one chunk per 0.1 s step
+    arrivals = [u.arrival for u in stepped.updates]
+    assert arrivals == sorted(arrivals)
+    assert all(0.0 < a <= seconds for a in arrivals)
+    # Each arrival is the end of a step, never a wall-clock time.
+    assert all(abs(a * 10 - round(a * 10)) < 1e-9 for a in arrivals)
+    finals = [u for u in stepped.updates if u.state == "final"]
+    assert finals and stepped.segments == len({u.segment for u in finals})
+    first = finals[0]
+    drafts = [u for u in stepped.updates if u.state == "draft" and u.segment == first.segment]
+    assert drafts and drafts[0].arrival < first.arrival
+    assert "fairest creatures" in stepped.text.lower()
