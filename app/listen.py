@@ -3,7 +3,7 @@
 The listener's events come from its hub subscription (bounded queue, overflow policy in
 engine/hub.py). A listener that cannot keep up is closed with 1013 and a reason naming the
 ``since`` to reconnect with; a send that stalls past ``listener_send_timeout`` closes it
-too, so a stalled phone never holds memory or slows anyone else.
+too (app/sendwatch.py), so a stalled phone never holds memory or slows anyone else.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from app.sendwatch import SendWatch
 from app.services import Services
 from app.sockets import accept_for_session, close
 from engine.events import SpeechAudio, to_json
@@ -21,18 +22,29 @@ from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
 from models import languages
 
 
-async def _send_events(websocket: WebSocket, sub: Subscription, send_timeout: float) -> None:
+async def _send_events(websocket: WebSocket, sub: Subscription, watch: SendWatch) -> None:
+    me = asyncio.current_task()
+    assert me is not None
     try:
         while True:
             event = await sub.get()
-            async with asyncio.timeout(send_timeout):
+            watch.begin(me)
+            try:
                 await websocket.send_text(to_json(event))
                 if isinstance(event, SpeechAudio):
                     await websocket.send_bytes(event.pcm)
+            finally:
+                watch.end(me)
+    except asyncio.CancelledError:
+        if not watch.stalled(me):
+            raise
+        me.uncancel()
+        # The close frame queues behind what did not drain; do not wait for it for long.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(watch.timeout):
+                await close(websocket, 1013, f"send stalled; reconnect with since={sub.last_seq}")
     except ListenerTooSlow:
         await close(websocket, 1013, f"too far behind; reconnect with since={sub.last_seq}")
-    except TimeoutError:
-        await close(websocket, 1013, f"send stalled; reconnect with since={sub.last_seq}")
     except SubscriptionClosed:
         await close(websocket, 1001, "session closed")
     except (WebSocketDisconnect, RuntimeError):
@@ -65,9 +77,7 @@ async def listen_endpoint(websocket: WebSocket) -> None:
     sub = services.hub.subscribe(
         session.code, frozenset({lang}), int(since_text), audio=audio_text == "1"
     )
-    sender = asyncio.create_task(
-        _send_events(websocket, sub, services.settings.listener_send_timeout)
-    )
+    sender = asyncio.create_task(_send_events(websocket, sub, websocket.app.state.send_watch))
     session.audience_changed()
     try:
         while not sender.done():

@@ -23,6 +23,7 @@ from app.listen import listen_endpoint
 from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
 from app.present import present_endpoint
 from app.security import SecurityHeaders
+from app.sendwatch import SendWatch
 from app.services import Services, TranscriberFactory, build_services, load_models, whisper_factory
 from app.settings import Settings
 from app.webrtc import PeerRegistry, config_endpoint, offer_endpoint
@@ -201,6 +202,7 @@ def create_app(
         registry.register(LiveCollector(services))
         app.state.services = services
         app.state.webrtc = PeerRegistry()
+        app.state.send_watch = SendWatch(settings.listener_send_timeout)
         app.state.metrics_registry = registry
         purged = services.store.purge_ended_before(time.time() - settings.retention_days * 86400)
         if purged:
@@ -222,6 +224,7 @@ def create_app(
                     await session.drain_translation()
                 with contextlib.suppress(Exception):
                     await session.close()
+            await app.state.send_watch.close()
             loader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
