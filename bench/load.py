@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from bench.alignment import TimedWord
 from bench.capacity import measure_presenter, presenter_recordings
 from bench.fanout import (
@@ -601,6 +603,66 @@ def pooled_latencies(rounds: Sequence[Sequence[WordLatencies]]) -> dict[str, Any
     }
 
 
+BOOTSTRAP_SAMPLES = 2000
+BOOTSTRAP_SEED = 0
+
+
+def pair_intervals(
+    pairs: Sequence[tuple[Sequence[WordLatencies], Sequence[WordLatencies]]],
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any] | None:
+    """How far the pooled loaded / quiet ratios move with which rounds happened to be run.
+
+    ``pairs``: each pair's (quiet, loaded) :func:`round_latencies`. The pairs are resampled
+    with replacement ``samples`` times (a fixed seed, so a report is reproducible); each
+    sample pools its rounds' words as the report does and takes the four ratios of
+    :data:`LATENCY_KEYS` and their worst. Returns the central 95% of each; None for fewer
+    than two pairs. The rounds are where the noise lives: each fresh server's real-time
+    steps fall differently, and the segmentation with them.
+    """
+    if len(pairs) < 2:
+        return None
+
+    def values(latencies: Sequence[WordLatencies], kind: str) -> np.ndarray:
+        return np.array(
+            [v for lat in latencies for v in getattr(lat, kind) if v is not None], dtype=float
+        )
+
+    kinds = {"draft_latency_s": "shown", "final_latency_s": "final"}
+    per_pair = [
+        {m: (values(quiet, k), values(loaded, k)) for m, k in kinds.items()}
+        for quiet, loaded in pairs
+    ]
+    rng = np.random.default_rng(seed)
+    ratios = np.full((samples, len(LATENCY_KEYS)), np.nan)
+    for i in range(samples):
+        chosen = [per_pair[j] for j in rng.integers(0, len(pairs), len(pairs))]
+        for col, (metric, stat) in enumerate(LATENCY_KEYS):
+            q = 50 if stat == "p50" else 95
+            quiet = np.concatenate([c[metric][0] for c in chosen])
+            loaded = np.concatenate([c[metric][1] for c in chosen])
+            if quiet.size and loaded.size:
+                base = float(np.percentile(quiet, q))
+                if base > 0:
+                    ratios[i, col] = float(np.percentile(loaded, q)) / base
+    worst = np.nanmax(ratios, axis=1)
+
+    def central(column: np.ndarray) -> list[float] | None:
+        kept = column[~np.isnan(column)]
+        return None if kept.size == 0 else [float(x) for x in np.percentile(kept, [2.5, 97.5])]
+
+    return {
+        "samples": samples,
+        "seed": seed,
+        "ratios": {
+            f"{metric.removesuffix('_s').replace('_', ' ')} {stat}": central(ratios[:, col])
+            for col, (metric, stat) in enumerate(LATENCY_KEYS)
+        },
+        "worst": central(worst),
+    }
+
+
 def worst_ratio(rows: Sequence[dict[str, Any]]) -> float | None:
     return max((r["ratio"] for r in rows if r["ratio"] is not None), default=None)
 
@@ -636,6 +698,14 @@ def report_json(run: LoadRun, settings: LoadSettings, command: str) -> dict[str,
         for kind in ("quiet", "loaded")
     }
     rows = comparison(pooled["quiet"], pooled["loaded"])
+    by_pair = {(r.pair, r.name): lat for r, lat in zip(run.rounds, latencies, strict=True)}
+    intervals = pair_intervals(
+        [
+            (by_pair[(pair, "quiet")], by_pair[(pair, "loaded")])
+            for pair in sorted({p for p, _ in by_pair})
+            if (pair, "quiet") in by_pair and (pair, "loaded") in by_pair
+        ]
+    )
     ratios = [r["ratio"] for r in rows]
     latency_ok = all(r is not None and r <= goals.latency_ratio_max for r in ratios)
     per_pair = []
@@ -692,6 +762,7 @@ def report_json(run: LoadRun, settings: LoadSettings, command: str) -> dict[str,
         },
         "goal_met": latency_ok and delay_ok and finals_ok,
         "latency_comparison": rows,
+        "latency_intervals": intervals,
         "pooled": pooled,
         "latency_by_pair": per_pair,
         "rounds": rounds,
@@ -708,6 +779,10 @@ def _ms(value: float | None) -> str:
 
 def _yes(value: bool | None) -> str:
     return {True: "yes", False: "**no**", None: "not measured"}[value]
+
+
+def _span(span: Sequence[float] | None) -> str:
+    return "–" if span is None else f"{span[0]:.2f}-{span[1]:.2f}"
 
 
 def report_markdown(report: dict[str, Any]) -> str:
@@ -746,11 +821,23 @@ def report_markdown(report: dict[str, Any]) -> str:
         "| metric | quiet s | loaded s | loaded / quiet |",
         "|---|---|---|---|",
     ]
+    intervals = report["latency_intervals"]
     for row in report["latency_comparison"]:
         lines.append(
             f"| {row['metric']} | {_f(row['quiet_s'])} | {_f(row['loaded_s'])} "
             f"| {_f(row['ratio'])} |"
         )
+    if intervals is not None:
+        lines += [
+            "",
+            f"With the pairs resampled ({intervals['samples']} times, seed {intervals['seed']}),"
+            " the central 95% of each ratio (how much it owes to which rounds were run):",
+            "",
+            "| metric | 95% interval |",
+            "|---|---|",
+        ]
+        for name, span in [*intervals["ratios"].items(), ("worst of the four", intervals["worst"])]:
+            lines.append(f"| {name} | {_span(span)} |")
     lines += [
         "",
         "Pair by pair, loaded / quiet (how much one pair alone moves):",

@@ -14,12 +14,13 @@ from bench.load import (
     audience_counts,
     buffers_json,
     comparison,
+    pair_intervals,
     parse_ss,
     plan_audience,
     spread,
     stalled_indices,
 )
-from bench.metrics import SendSchedule
+from bench.metrics import SendSchedule, WordLatencies
 from bench.replay import Received, Replay
 from tests.support import ServerProcess, run_bench_against
 
@@ -127,6 +128,39 @@ def test_comparison_is_loaded_over_quiet() -> None:
     assert rows[3]["ratio"] is None
 
 
+def _words(scale: float, offset: float = 0.0) -> list[WordLatencies]:
+    """One presenter's words: drafts 0.1-1.0 s and finals 1-10 s, times ``scale``."""
+    shown = tuple(scale * (0.1 * k + offset) for k in range(1, 11))
+    final = tuple(scale * (1.0 * k + offset) for k in range(1, 11))
+    return [WordLatencies(shown=(*shown, None), final=final)]
+
+
+def test_pair_intervals_collapse_when_every_pair_agrees() -> None:
+    same = pair_intervals([(_words(1.0), _words(1.0))] * 3, samples=200)
+    assert same is not None and same["worst"] == pytest.approx([1.0, 1.0])
+    slower = pair_intervals([(_words(1.0), _words(1.2))] * 3, samples=200)
+    assert slower is not None
+    assert set(slower["ratios"]) == {
+        "draft latency p50",
+        "draft latency p95",
+        "final latency p50",
+        "final latency p95",
+    }
+    for span in [*slower["ratios"].values(), slower["worst"]]:
+        assert span == pytest.approx([1.2, 1.2])
+
+
+def test_pair_intervals_span_what_single_pairs_disagree_on() -> None:
+    # One pair shows no effect, the other 40%: which pairs were run decides the ratio.
+    spans = pair_intervals(
+        [(_words(1.0), _words(1.0)), (_words(1.0), _words(1.4))], samples=500, seed=1
+    )
+    assert spans is not None
+    low, high = spans["worst"]
+    assert low == pytest.approx(1.0) and high == pytest.approx(1.4)
+    assert pair_intervals([(_words(1.0), _words(1.4))]) is None  # one pair: nothing to resample
+
+
 def test_audience_counts_from_the_presenters_state_events() -> None:
     messages = [
         {"type": "state", "listeners": 5, "ts": 99.0},
@@ -228,6 +262,9 @@ def test_load_two_presenters_small_audience_real_run(
     assert all({"value", "goal", "met"} == set(g) for g in report["goals"].values())
     assert report["goal_met"] == all(g["met"] for g in report["goals"].values())
     assert len(report["latency_comparison"]) == 4
+    intervals = report["latency_intervals"]  # two pairs: resampled
+    assert set(intervals["ratios"]) == {r["metric"] for r in report["latency_comparison"]}
+    assert intervals["samples"] > 0 and "95% interval" in (tmp_path / "load.md").read_text()
 
     assert report["pairs"] == 2
     assert [(r["round"], r["pair"]) for r in report["rounds"]] == [
