@@ -65,13 +65,14 @@ from bench.fanout import (
     window_deliveries,
 )
 from bench.metrics import WordLatencies, distribution, word_latencies
+from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
 from bench.reference import DecodeSettings, cached_decode, timed_reference
 from bench.replay import Replay, create_session, present
 from bench.report import machine_info
 from bench.server import ServerHandle
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT = RESULTS
 DEFAULT_PRESENTERS = 2
 DEFAULT_LISTENERS = 1000
 DEFAULT_STALLED = 10
@@ -635,17 +636,19 @@ def pair_intervals(
         for quiet, loaded in pairs
     ]
     rng = np.random.default_rng(seed)
+    columns = {key: col for col, key in enumerate(LATENCY_KEYS)}
     ratios = np.full((samples, len(LATENCY_KEYS)), np.nan)
     for i in range(samples):
         chosen = [per_pair[j] for j in rng.integers(0, len(pairs), len(pairs))]
-        for col, (metric, stat) in enumerate(LATENCY_KEYS):
-            q = 50 if stat == "p50" else 95
+        for metric in kinds:
             quiet = np.concatenate([c[metric][0] for c in chosen])
             loaded = np.concatenate([c[metric][1] for c in chosen])
-            if quiet.size and loaded.size:
-                base = float(np.percentile(quiet, q))
-                if base > 0:
-                    ratios[i, col] = float(np.percentile(loaded, q)) / base
+            if not (quiet.size and loaded.size):
+                continue
+            base, value = np.percentile(quiet, [50, 95]), np.percentile(loaded, [50, 95])
+            for stat, b, v in zip(("p50", "p95"), base, value, strict=True):
+                if b > 0:
+                    ratios[i, columns[(metric, stat)]] = v / b
     worst = np.nanmax(ratios, axis=1)
 
     def central(column: np.ndarray) -> list[float] | None:
@@ -656,7 +659,7 @@ def pair_intervals(
         "samples": samples,
         "seed": seed,
         "ratios": {
-            f"{metric.removesuffix('_s').replace('_', ' ')} {stat}": central(ratios[:, col])
+            metric_name(metric, stat): central(ratios[:, col])
             for col, (metric, stat) in enumerate(LATENCY_KEYS)
         },
         "worst": central(worst),
@@ -667,6 +670,11 @@ def worst_ratio(rows: Sequence[dict[str, Any]]) -> float | None:
     return max((r["ratio"] for r in rows if r["ratio"] is not None), default=None)
 
 
+def metric_name(metric: str, stat: str) -> str:
+    """``("draft_latency_s", "p50")`` -> ``"draft latency p50"``."""
+    return f"{metric.removesuffix('_s').replace('_', ' ')} {stat}"
+
+
 def comparison(quiet: dict[str, Any], loaded: dict[str, Any]) -> list[dict[str, Any]]:
     """Loaded / quiet for each latency statistic."""
     rows = []
@@ -674,7 +682,7 @@ def comparison(quiet: dict[str, Any], loaded: dict[str, Any]) -> list[dict[str, 
         a, b = quiet[metric][stat], loaded[metric][stat]
         rows.append(
             {
-                "metric": f"{metric.removesuffix('_s').replace('_', ' ')} {stat}",
+                "metric": metric_name(metric, stat),
                 "quiet_s": a,
                 "loaded_s": b,
                 "ratio": None if a is None or b is None or a <= 0 else b / a,
@@ -699,17 +707,12 @@ def report_json(run: LoadRun, settings: LoadSettings, command: str) -> dict[str,
     }
     rows = comparison(pooled["quiet"], pooled["loaded"])
     by_pair = {(r.pair, r.name): lat for r, lat in zip(run.rounds, latencies, strict=True)}
-    intervals = pair_intervals(
-        [
-            (by_pair[(pair, "quiet")], by_pair[(pair, "loaded")])
-            for pair in sorted({p for p, _ in by_pair})
-            if (pair, "quiet") in by_pair and (pair, "loaded") in by_pair
-        ]
-    )
+    pairs = sorted({pair for pair, _ in by_pair})
+    intervals = pair_intervals([(by_pair[(p, "quiet")], by_pair[(p, "loaded")]) for p in pairs])
     ratios = [r["ratio"] for r in rows]
     latency_ok = all(r is not None and r <= goals.latency_ratio_max for r in ratios)
     per_pair = []
-    for pair in sorted({r["pair"] for r in rounds}):
+    for pair in pairs:
         quiet, loaded = (
             next(r for r in rounds if r["pair"] == pair and r["round"] == kind)
             for kind in ("quiet", "loaded")

@@ -26,18 +26,17 @@ import numpy as np
 
 from bench.alignment import word_errors
 from bench.metrics import CaptionUpdate, SendSchedule, distribution, word_latencies
+from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, default_wavs, load_recording, resolve_wavs
 from bench.reference import DecodeSettings, cached_decode, timed_reference
 from bench.textnorm import normalise_words
+from engine.audio import SAMPLE_RATE
 from engine.events import Caption
 from engine.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.vad import SileroModel, StreamingVad
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
 from models.whisper import FasterWhisperTranscriber
-
-SAMPLE_RATE = 16000
-RESULTS_CACHE = Path(__file__).resolve().parent / "results" / "cache"
 
 
 def config_with(overrides: Sequence[str]) -> RecognizerConfig:
@@ -119,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cache-dir",
         type=Path,
-        default=RESULTS_CACHE,
+        default=RESULTS / "cache",
         help="offline decodes for the reference word times (default: %(default)s)",
     )
     args = parser.parse_args(argv)
