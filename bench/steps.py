@@ -30,13 +30,43 @@ from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, default_wavs, load_recording, resolve_wavs
 from bench.reference import DecodeSettings, cached_decode, timed_reference
 from bench.textnorm import normalise_words
+from engine.asr import DecodeOptions, Transcriber
 from engine.audio import SAMPLE_RATE
-from engine.events import Caption
+from engine.events import Caption, Word
 from engine.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.vad import SileroModel, StreamingVad
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
 from models.whisper import FasterWhisperTranscriber
+
+
+class TimedTranscriber:
+    """The transcriber, with the wall time of each full-window decode (the finals') kept
+    apart for decodes that hear context (a prefix) and those that do not."""
+
+    def __init__(self, inner: FasterWhisperTranscriber) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.multilingual = inner.multilingual
+        self.finals: dict[bool, list[float]] = {True: [], False: []}
+
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+        began = time.perf_counter()
+        words = self.inner.transcribe(audio, options)
+        if options.full_window:
+            self.finals[bool(options.prefix)].append(time.perf_counter() - began)
+        return words
+
+    def report(self) -> str:
+        """``full-window decodes: with context N, p50 / p95 s; without ...``."""
+        parts = [
+            f"{label} {len(times)}, {_p50_p95(times)} s" if times else f"{label} 0"
+            for label, times in (
+                ("with context", self.finals[True]),
+                ("without", self.finals[False]),
+            )
+        ]
+        return "full-window decodes (finals), p50 / p95: " + "; ".join(parts)
 
 
 def config_with(overrides: Sequence[str]) -> RecognizerConfig:
@@ -77,7 +107,7 @@ class Stepped:
 
 async def step_through(
     pcm: bytes,
-    transcriber: FasterWhisperTranscriber,
+    transcriber: Transcriber,
     vad: SileroModel,
     pool: WorkerPool,
     config: RecognizerConfig,
@@ -124,10 +154,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = config_with(args.set)
     wavs = resolve_wavs(args.files, EVAL_LONGFORM_EN) if args.files else default_wavs()
-    transcriber = FasterWhisperTranscriber(
+    model = FasterWhisperTranscriber(
         resolve_whisper(args.model), short_window=not args.full_window_drafts
     )
-    transcriber.warm()
+    model.warm()
+    transcriber = TimedTranscriber(model)
     vad = SileroModel(silero_vad_path())
     pool = WorkerPool("asr")
     print(
@@ -164,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"| **overall** | {total.wer:.3f} | | {_p50_p95(shown)} | {_p50_p95(final)} |")
     print(
         f"\nsettings: step {args.step} s, {args.set or 'defaults'}; "
-        f"{time.perf_counter() - started:.0f} s"
+        f"{time.perf_counter() - started:.0f} s\n{transcriber.report()}"
     )
     pool.shutdown()
     return 0

@@ -21,6 +21,9 @@ class DecodeOptions:
     task: Literal["transcribe", "translate"] = "transcribe"
     beam_size: int = 1
     prompt: str | None = None
+    prefix: str | None = None
+    """The text of the audio's first part (captions already final): the decoder hears that
+    audio as context and returns only the words after it (none if it could not follow it)."""
     word_timestamps: bool = True
     max_new_tokens: int | None = None
     full_window: bool = False

@@ -20,7 +20,8 @@ larger steps, not a backlog), scores it with the VAD, and then either
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -43,6 +44,10 @@ T = TypeVar("T")
 TRAILING_SLACK = 0.3
 """Seconds of audio after the VAD's last speech that a draft decode still reads."""
 
+CONTEXT_WINDOW_S = 28.0
+"""The most audio a refine decode with context reads: Whisper's 30 s window less room for a
+stop's padding (a decode longer than one window cannot hear its context)."""
+
 
 class RunInThread(Protocol):
     """How the recogniser reaches a model: :meth:`engine.workers.WorkerPool.run`."""
@@ -56,12 +61,12 @@ class RecognizerConfig:
     speech_threshold: float = 0.5
     min_silence_s: float = 0.4
     """A pause this long closes a segment."""
-    short_pause_s: float = 0.2
+    short_pause_s: float = 0.15
     """Once a segment is long (``long_segment_s``) or has a committed sentence end after
     ``sentence_min_s``, a pause this short closes it."""
     long_segment_s: float = 2.0
     sentence_min_s: float = 1.0
-    max_segment_s: float = 8.0
+    max_segment_s: float = 5.0
     """With no pause at all, a segment is cut at its quietest moment past this length."""
     lead_in_s: float = 0.3
     draft_interval_s: float = 0.5
@@ -90,6 +95,25 @@ class RecognizerConfig:
     early_finals: bool = True
     """Make a segment's refine decode once its speech pauses, while the pause is still too
     short to close it, so that its final follows the close without a decode."""
+    refine_context_s: float = 15.0
+    """A full-window refine decode also hears the finals that began up to this long before
+    its segment, their text given as the decode's prefix so that only the segment's words
+    come back: alone, a short segment (a line of verse, a title) is read with too little
+    audio around it. The full window's encoder costs the same whatever it holds; the forced
+    prefix costs a decoder step a token. A short-window refine (the segment a stop closes)
+    goes without. 0 turns it off. Measured in docs/metrics.md ("Refine context")."""
+    refine_context_below_s: float = 99.0
+    """Only a segment shorter than this hears the context: a longer one holds enough audio
+    of its own, and its words should not wait for the prefix's decoder steps. Context is
+    also dropped while the backlog is over ``max_backlog_s`` (the machine is behind)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Heard:
+    """A final caption's audio span and text, kept as context for the next refine decodes."""
+
+    start: float
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +160,9 @@ class StreamingRecognizer:
         self._segment = _Segment(self._buffer.origin)
         self.processed_until = self._buffer.origin
         self._final_audio: dict[int, Samples] = {}
+        self._heard: deque[_Heard] = deque()
+        self._behind = False
+        """Whether this step began over ``max_backlog_s`` behind: its finals hear no context."""
         self._last_draft_end = self._buffer.origin
         self._drafted_speech_end = self._buffer.origin
         """The VAD's speech end when the last draft was decoded: until speech goes on past
@@ -176,6 +203,7 @@ class StreamingRecognizer:
         """Process all audio that has arrived; return the captions it produced."""
         now = self._buffer.end
         backlog = now - self.processed_until
+        self._behind = backlog > self.config.max_backlog_s
         await self._score(now)
         events: list[Caption] = []
         # One segment closes per pause, in order, however much audio this step covers.
@@ -230,11 +258,19 @@ class StreamingRecognizer:
             self._speech.extend(await self._run(self._vad.process, audio))
 
     def _trim(self, time: float) -> None:
-        self._buffer.trim_before(time)
+        """Forget audio before ``time``, except what the next refine may hear again."""
         self._speech.trim_before(time)
+        oldest = self._segment.start - self.config.refine_context_s
+        while self._heard and self._heard[0].start < oldest:
+            self._heard.popleft()
+        self._buffer.trim_before(min(time, self._heard[0].start) if self._heard else time)
 
-    def _prompt(self) -> str | None:
-        text = guard_text(self._context, self.config.prompt_chars)
+    def _prompt(self, prefix: str = "") -> str | None:
+        """Recent final text before ``prefix`` (the part of it the decode hears again)."""
+        context = self._context
+        if prefix and context.endswith(prefix):
+            context = context[: -len(prefix)]
+        text = guard_text(context, self.config.prompt_chars)
         return text or None
 
     async def _decode(
@@ -246,19 +282,26 @@ class StreamingRecognizer:
         timestamps: bool,
         pad: float = 0.0,
         full_window: bool = False,
+        heard: Sequence[_Heard] = (),
     ) -> list[Word]:
         """Decode ``[start, end)``, followed by ``pad`` seconds of silence (a stream that
-        stopped mid-phrase otherwise loses its last word)."""
-        audio = self._buffer.slice(start, end)
-        if audio.size < 1600:  # under 0.1 s: nothing a model can read
+        stopped mid-phrase otherwise loses its last word). ``heard``: finals just before
+        ``start`` that the decode hears again, their text forced as its prefix."""
+        if self._buffer.slice(start, end).size < 1600:  # under 0.1 s: nothing to read
             return []
+        budget = int(self.config.max_tokens_per_second * (end - start)) + 8
+        prefix = " ".join(h.text for h in heard)
+        if heard:
+            start = heard[0].start
+        audio = self._buffer.slice(start, end)
         if pad > 0:
             audio = np.concatenate([audio, np.zeros(int(pad * 16000), dtype=np.float32)])
         options = DecodeOptions(
             language=self.config.language,
             beam_size=beam,
-            prompt=self._prompt(),
-            max_new_tokens=int(self.config.max_tokens_per_second * (end - start)) + 8,
+            prompt=self._prompt(prefix),
+            prefix=prefix or None,
+            max_new_tokens=budget,
             word_timestamps=timestamps,
             full_window=full_window,
         )
@@ -406,6 +449,9 @@ class StreamingRecognizer:
                 self._final_audio[seg.id] = self._buffer.slice(seg.start, cut).copy()
         if text:
             self._context = f"{self._context} {text}".strip()[-4 * self.config.prompt_chars :]
+            self._heard.append(_Heard(seg.start, text))
+        else:
+            self._heard.clear()  # the next segment does not follow on from the last final
         self._segment = _Segment(cut)
         self._trim(cut - self.config.lead_in_s)
         return events
@@ -418,14 +464,28 @@ class StreamingRecognizer:
         caption spans the segment), so it skips the alignment pass; the hint anchors its end.
         """
         config = self.config
+        if full_window is None:
+            full_window = config.refine_full_window
         return await self._decode(
             self._segment.start,
             end,
             config.refine_beam if config.refine else config.draft_beam,
             timestamps=False,
             pad=pad,
-            full_window=config.refine_full_window if full_window is None else full_window,
+            full_window=full_window,
+            heard=self._context_for(end) if full_window else (),
         )
+
+    def _context_for(self, end: float) -> list[_Heard]:
+        """The recent finals a full-window refine up to ``end`` hears again: those that began
+        within ``refine_context_s`` of the segment and leave the decode inside one window."""
+        if self._behind or end - self._segment.start >= self.config.refine_context_below_s:
+            return []
+        earliest = max(self._segment.start - self.config.refine_context_s, end - CONTEXT_WINDOW_S)
+        heard = list(self._heard)
+        while heard and heard[0].start < earliest:
+            heard.pop(0)
+        return heard
 
     def _unheard_words(self, hint: list[Word], cut: float) -> int:
         """How many words may have been spoken after the hint's last word: the last draft

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from engine.asr import DecodeOptions
-from engine.audio import Samples
+from engine.audio import SAMPLE_RATE, Samples
 from engine.events import Word
 from models import languages
 from models.catalog import ModelError, ResolvedWhisper
@@ -57,13 +58,40 @@ class FasterWhisperTranscriber:
         self._bucket_frames = int(bucket_seconds * FRAMES_PER_SECOND)
 
     def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
+        """Words of ``audio``; with ``options.prefix`` (the text of the audio's first part),
+        only the words after it.
+
+        A prefix is forced as the decoder's first tokens, so the encoder hears its audio as
+        context while only the words after it are generated. Each forced token costs a
+        decoder step (0.17 -> 0.85 s of decoding at beam 5 for a 39-word prefix on 2 cores).
+        Cheaper ways were measured and dropped (docs/metrics.md, "Refine context"): only the
+        prefix's last words forced, the rest as the previous-text prompt; or the whole
+        prefix as that prompt and the decode started at the prefix's end by a timestamp
+        token, which tiny.en ignored after short prefixes, transcribing the context again."""
+        if options.prefix and options.max_new_tokens is not None:
+            options = replace(options, max_new_tokens=self._budget_after(options))
         if self.short_window and not options.word_timestamps and not options.full_window:
             features = self._model.feature_extractor(audio)
             frames = int(features.shape[-1])
             window = -(-(frames + self._pad_frames) // self._bucket_frames) * self._bucket_frames
             if window < FULL_WINDOW:
-                return self._decode_window(features, frames, window, len(audio), options)
-        return self._transcribe_full(audio, options)
+                words = self._decode_window(features, frames, window, len(audio), options)
+                return strip_prefix(words, options.prefix) if options.prefix else words
+        words = self._transcribe_full(audio, options)
+        return strip_prefix(words, options.prefix) if options.prefix else words
+
+    def _budget_after(self, options: DecodeOptions) -> int:
+        """``max_new_tokens`` for a decode forced through ``options.prefix``: CTranslate2
+        counts the prefix's tokens against the budget, so they are added to it. faster-whisper
+        refuses a prompt (previous text, start tokens, prefix) plus budget over Whisper's 448
+        tokens, so the sum stays below that."""
+        assert options.prefix is not None and options.max_new_tokens is not None
+        encode = self._model.hf_tokenizer.encode
+        prefix = len(encode(" " + options.prefix.strip()).ids)
+        prompt = len(encode(" " + options.prompt.strip()).ids) if options.prompt else 0
+        limit = self._model.max_length // 2 - 1  # faster-whisper keeps at most this many
+        room = self._model.max_length - 5 - min(prompt, limit) - min(prefix, limit)
+        return max(1, min(options.max_new_tokens + prefix, room))
 
     def _decode_window(
         self, features: Any, frames: int, window: int, samples: int, options: DecodeOptions
@@ -83,7 +111,9 @@ class FasterWhisperTranscriber:
             language=(options.language or "en") if self.multilingual else None,
         )
         previous = tokenizer.encode(" " + options.prompt.strip()) if options.prompt else []
-        prompt = model.get_prompt(tokenizer, previous, without_timestamps=True)
+        prompt = model.get_prompt(
+            tokenizer, previous, without_timestamps=True, prefix=options.prefix
+        )
         encoded = model.model.encode(ctranslate2.StorageView.from_array(padded[None]), to_cpu=False)
         budget = options.max_new_tokens or model.max_length // 2
         result = model.model.generate(
@@ -102,7 +132,7 @@ class FasterWhisperTranscriber:
         if result.no_speech_prob > 0.6 and avg_logprob < -1.0:
             return []
         pieces = tokenizer.decode(tokens).split()
-        duration = samples / 16_000
+        duration = samples / SAMPLE_RATE
         span = duration / max(1, len(pieces))
         return [Word(" " + p, i * span, (i + 1) * span) for i, p in enumerate(pieces)]
 
@@ -115,6 +145,7 @@ class FasterWhisperTranscriber:
             best_of=1,
             temperature=0.0,
             initial_prompt=options.prompt or None,
+            prefix=options.prefix or None,
             condition_on_previous_text=False,
             word_timestamps=options.word_timestamps,
             vad_filter=False,
@@ -157,3 +188,32 @@ class FasterWhisperTranscriber:
         rng = np.random.default_rng(0)
         noise = (rng.standard_normal(16_000) * 0.01).astype(np.float32)
         self.transcribe(noise, DecodeOptions(beam_size=1, language="en"))
+
+
+def strip_prefix(words: list[Word], prefix: str) -> list[Word]:
+    """``words`` without the forced ``prefix`` they begin with (CTranslate2 returns the
+    prefix tokens with the generated ones). The first token generated may extend the
+    prefix's last word ("increase" + "s,"): only the extension is kept, as a word.
+
+    A decode that does not begin with its prefix (the window was judged silent, say) gives
+    no words: kept whole it would repeat text already final, and the recogniser falls back
+    to what streaming showed for the segment."""
+    said = prefix.split()
+    if not said:
+        return words
+    texts = [w.text.strip() for w in words]
+    last = len(said) - 1
+    if (
+        len(words) < len(said)
+        or texts[:last] != said[:last]
+        or not texts[last].startswith(said[last])
+    ):
+        if words:
+            log.warning("decode does not begin with its prefix %r: dropped", prefix[:60])
+        return []
+    rest = texts[last][len(said[last]) :]
+    tail = words[last + 1 :]
+    if any(c.isalnum() for c in rest):
+        w = words[last]
+        tail.insert(0, Word(" " + rest.lstrip(), w.start, w.end, w.probability))
+    return tail

@@ -8,7 +8,9 @@ import asyncio
 import pytest
 
 from bench.recordings import EVAL_LONGFORM_EN, load_recording
-from bench.steps import SAMPLE_RATE, config_with, step_through
+from bench.steps import SAMPLE_RATE, TimedTranscriber, config_with, step_through
+from engine.asr import DecodeOptions
+from engine.events import Word
 from engine.vad import SileroModel
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
@@ -25,6 +27,27 @@ def test_overrides_are_typed_like_the_field() -> None:
 def test_unknown_field_is_refused() -> None:
     with pytest.raises(SystemExit, match="no_such"):
         config_with(["no_such=1"])
+
+
+class Echo:
+    name = "echo"
+    multilingual = False
+
+    def transcribe(self, audio: object, options: DecodeOptions) -> list[Word]:
+        return [Word(" hi", 0.0, 0.1)]
+
+
+def test_final_decodes_are_timed_apart_with_and_without_context() -> None:
+    timed = TimedTranscriber(Echo())  # type: ignore[arg-type]
+    for options in (
+        DecodeOptions(full_window=True, prefix="before"),
+        DecodeOptions(full_window=True),
+        DecodeOptions(full_window=True),
+        DecodeOptions(),  # a draft: not a final's decode
+    ):
+        assert timed.transcribe(None, options) == [Word(" hi", 0.0, 0.1)]
+    assert [len(timed.finals[True]), len(timed.finals[False])] == [1, 2]
+    assert "with context 1," in timed.report() and "without 2," in timed.report()
 
 
 def test_captions_are_dated_by_the_audio_heard() -> None:

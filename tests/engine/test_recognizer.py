@@ -65,6 +65,8 @@ class FakeTranscriber:
 
     def __init__(self, fail_once: bool = False) -> None:
         self.calls: list[DecodeOptions] = []
+        self.starts: list[float] = []
+        """Where each decode's audio began, in stream seconds."""
         self.fail_once = fail_once
 
     def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
@@ -73,6 +75,7 @@ class FakeTranscriber:
             self.fail_once = False
             raise RuntimeError("model exploded")
         start = abs(float(audio[0])) * 1000.0
+        self.starts.append(start)
         end = start + len(audio) / SAMPLE_RATE
         out = []
         for w in SCRIPT:
@@ -81,6 +84,12 @@ class FakeTranscriber:
             elif w.start >= start and w.start < end - 0.1:
                 # A cut-off word is guessed differently from one window to the next.
                 out.append(Word(f" uh{len(self.calls)}", w.start - start, end - start))
+        if options.prefix:
+            # The prefix is the text of the audio's first words: only those after it come
+            # back (and the audio must hold the prefix's words).
+            said = options.prefix.split()
+            assert [w.text.strip() for w in out[: len(said)]] == said
+            out = out[len(said) :]
         return out
 
 
@@ -129,12 +138,71 @@ async def test_drafts_then_finals_at_pauses() -> None:
     assert beams == {1, 5}
 
 
-async def test_refine_pass_gets_previous_finals_as_prompt() -> None:
-    recognizer, transcriber = make_recognizer()
+async def test_refine_pass_gets_previous_finals_as_prompt_without_context() -> None:
+    recognizer, transcriber = make_recognizer(refine_context_s=0.0)
     await feed(recognizer, make_audio(7.0), 0.3)
-    refine_prompts = [o.prompt for o in transcriber.calls if o.beam_size == 5]
-    assert refine_prompts[0] is None
-    assert refine_prompts[1] == "Hello there my friends."
+    refines = [o for o in transcriber.calls if o.beam_size == 5]
+    assert [o.prompt for o in refines[:2]] == [None, "Hello there my friends."]
+    assert all(o.prefix is None for o in transcriber.calls)
+
+
+async def test_refine_hears_the_previous_final_again_as_its_prefix() -> None:
+    recognizer, transcriber = make_recognizer()
+    events = await feed(recognizer, make_audio(7.0), 0.3)
+    # The second sentence's final comes back without the first one's words.
+    assert finals(events) == ["Hello there my friends.", "This is a test."]
+    refines = [
+        (o, t)
+        for o, t in zip(transcriber.calls, transcriber.starts, strict=True)
+        if o.beam_size == 5
+    ]
+    first, second = refines[0], refines[-1]
+    assert first[0].prefix is None
+    assert second[0].prefix == "Hello there my friends."
+    # Its audio begins where the first segment began, and the text it hears again is not
+    # also given as the prompt.
+    assert second[1] == pytest.approx(first[1], abs=0.01)
+    assert second[0].prompt is None
+    # Drafts decode the open segment alone.
+    assert all(o.prefix is None for o in transcriber.calls if o.beam_size == 1)
+
+
+async def test_context_older_than_refine_context_s_is_not_heard() -> None:
+    recognizer, transcriber = make_recognizer(refine_context_s=1.0)
+    await feed(recognizer, make_audio(7.0), 0.3)
+    last = [o for o in transcriber.calls if o.beam_size == 5][-1]
+    # The first segment began more than 1 s before the second: prompted, not heard.
+    assert last.prefix is None
+    assert last.prompt == "Hello there my friends."
+
+
+async def test_a_segment_as_long_as_refine_context_below_s_is_not_given_context() -> None:
+    recognizer, transcriber = make_recognizer(refine_context_below_s=1.0)
+    events = await feed(recognizer, make_audio(7.0), 0.3)
+    assert finals(events) == ["Hello there my friends.", "This is a test."]
+    last = [o for o in transcriber.calls if o.beam_size == 5][-1]
+    # The second segment (2.6-5.4 s) is longer than 1 s: it reads its own audio alone.
+    assert last.prefix is None
+    assert last.prompt == "Hello there my friends."
+
+
+async def test_a_step_far_behind_decodes_its_finals_without_context() -> None:
+    recognizer, transcriber = make_recognizer()
+    # All 7 s arrive before the first step: over max_backlog_s behind, so the two finals
+    # that step closes skip the context's decoder steps.
+    events = await feed(recognizer, make_audio(7.0), 7.0)
+    assert finals(events) == ["Hello there my friends.", "This is a test."]
+    assert all(o.prefix is None for o in transcriber.calls)
+
+
+async def test_the_segment_a_stop_closes_is_decoded_without_context() -> None:
+    recognizer, transcriber = make_recognizer()
+    events = await feed(recognizer, make_audio(4.8), 0.3)
+    events += await recognizer.finish()
+    assert finals(events) == ["Hello there my friends.", "This is a test."]
+    closing = transcriber.calls[-1]
+    assert not closing.full_window and closing.prefix is None
+    assert closing.prompt == "Hello there my friends."
 
 
 async def test_finish_flushes_the_open_segment() -> None:
@@ -206,7 +274,9 @@ async def steps_with_calls(
 
 @pytest.mark.parametrize("early", [True, False])
 async def test_final_follows_the_pause_without_a_decode_of_its_own(early: bool) -> None:
-    recognizer, transcriber = make_recognizer(early_finals=early)
+    # A 0.2 s short pause leaves 0.1 s between the early decode and the cut: a 0.1 s step
+    # always lands in it.
+    recognizer, transcriber = make_recognizer(early_finals=early, short_pause_s=0.2)
     steps = await steps_with_calls(recognizer, transcriber, make_audio(7.0), 0.1)
     closing = [(events, calls) for events, calls in steps if finals(events)]
     assert [finals(events) for events, _ in closing] == [
@@ -224,7 +294,9 @@ async def test_final_follows_the_pause_without_a_decode_of_its_own(early: bool) 
 async def test_early_decode_is_spent_when_the_speaker_goes_on() -> None:
     # Neither pause is long enough to close the segment: each gets an early decode; the
     # first is spent when speech resumes, the second serves the final at the stop.
-    recognizer, transcriber = make_recognizer(min_silence_s=2.0, short_pause_s=2.0)
+    recognizer, transcriber = make_recognizer(
+        min_silence_s=2.0, short_pause_s=2.0, max_segment_s=8.0
+    )
     events = await feed(recognizer, make_audio(6.5), 0.1)
     assert finals(events) == []
     assert recognizer.early_decodes == 2
@@ -237,7 +309,9 @@ async def test_early_decode_is_spent_when_the_speaker_goes_on() -> None:
 
 async def test_early_decode_is_not_used_past_new_speech() -> None:
     # The stop comes mid-word after the pause: the early decode missed that speech.
-    recognizer, transcriber = make_recognizer(min_silence_s=2.0, short_pause_s=2.0)
+    recognizer, transcriber = make_recognizer(
+        min_silence_s=2.0, short_pause_s=2.0, max_segment_s=8.0
+    )
     await feed(recognizer, make_audio(4.1), 0.1)
     assert recognizer.early_decodes == 1
     calls = len(transcriber.calls)

@@ -1,0 +1,76 @@
+"""The faster-whisper adapter with the real tiny.en on a real recording: a decode that hears
+the audio of captions already final (its prefix) returns only the words after them."""
+
+from __future__ import annotations
+
+import wave
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from bench.alignment import word_errors
+from bench.recordings import EVAL_LONGFORM_EN
+from bench.textnorm import normalise_words
+from engine.asr import DecodeOptions
+from engine.events import Word
+from models.catalog import resolve_whisper
+from models.whisper import FasterWhisperTranscriber
+
+START_S, END_S = 10.0, 28.0
+"""The part of sonnet 2 the tests decode."""
+SPLIT_S = 15.0
+"""Where the prefix ends in it: 25 s into the reading, between "deep" and "sunken"."""
+
+
+@pytest.fixture(scope="module")
+def tiny_en() -> FasterWhisperTranscriber:
+    return FasterWhisperTranscriber(resolve_whisper("tiny.en"))
+
+
+@pytest.fixture(scope="module")
+def audio() -> np.ndarray:
+    with wave.open(str(EVAL_LONGFORM_EN / "librivox_shakespeare_sonnet_002.wav")) as w:
+        pcm = w.readframes(w.getnframes())
+    samples = np.frombuffer(pcm, np.int16).astype(np.float32) / 32768
+    return samples[int(START_S * 16000) : int(END_S * 16000)]
+
+
+def text(words: list[Word]) -> str:
+    return "".join(w.text for w in words)
+
+
+@pytest.mark.parametrize(
+    ("full_window", "word_timestamps"),
+    [(True, False), (False, False), (False, True)],
+    ids=["full-window", "short-window", "word-timestamps"],
+)
+def test_a_decode_with_a_prefix_returns_only_what_follows_it(
+    tiny_en: FasterWhisperTranscriber, audio: np.ndarray, full_window: bool, word_timestamps: bool
+) -> None:
+    """Normalisation: bench.textnorm (lowercase, punctuation stripped)."""
+    options = DecodeOptions(
+        language="en", beam_size=5, word_timestamps=word_timestamps, full_window=full_window
+    )
+    split = int(SPLIT_S * 16000)
+    head = text(tiny_en.transcribe(audio[:split], options)).strip()
+    whole = normalise_words(text(tiny_en.transcribe(audio, options)))
+    rest = tiny_en.transcribe(audio, replace(options, prefix=head, max_new_tokens=40))
+    head_words = normalise_words(head)
+    rest_words = normalise_words(text(rest))
+    assert len(head_words) >= 3 and len(rest_words) >= 3, (head, rest)
+    # Not the prefix again: the first words are the ones after it ...
+    assert rest_words[:3] != head_words[:3]
+    # ... and prefix plus rest read as the plain decode of the same audio does.
+    assert word_errors(whole, head_words + rest_words).wer <= 0.2, (whole, head, rest_words)
+
+
+def test_the_prefix_is_read_not_generated(
+    tiny_en: FasterWhisperTranscriber, audio: np.ndarray
+) -> None:
+    """The prefix's tokens take nothing from the budget of new ones: ten new tokens are
+    several words, not one."""
+    options = DecodeOptions(language="en", beam_size=5, word_timestamps=False, full_window=True)
+    head = text(tiny_en.transcribe(audio[: int(SPLIT_S * 16000)], options)).strip()
+    short = tiny_en.transcribe(audio, replace(options, prefix=head, max_new_tokens=10))
+    assert len(short) >= 4, short
