@@ -61,12 +61,12 @@ class RecognizerConfig:
     speech_threshold: float = 0.5
     min_silence_s: float = 0.4
     """A pause this long closes a segment."""
-    short_pause_s: float = 0.15
+    short_pause_s: float = 0.2
     """Once a segment is long (``long_segment_s``) or has a committed sentence end after
     ``sentence_min_s``, a pause this short closes it."""
     long_segment_s: float = 2.0
     sentence_min_s: float = 1.0
-    max_segment_s: float = 5.0
+    max_segment_s: float = 8.0
     """With no pause at all, a segment is cut at its quietest moment past this length."""
     lead_in_s: float = 0.3
     draft_interval_s: float = 0.5
@@ -104,8 +104,11 @@ class RecognizerConfig:
     goes without. 0 turns it off. Measured in docs/metrics.md ("Refine context")."""
     refine_context_below_s: float = 99.0
     """Only a segment shorter than this hears the context: a longer one holds enough audio
-    of its own, and its words should not wait for the prefix's decoder steps. Context is
-    also dropped while the backlog is over ``max_backlog_s`` (the machine is behind)."""
+    of its own, and its words should not wait for the prefix's decoder steps."""
+    context_max_backlog_s: float = 1.0
+    """A step that begins further behind than this decodes its finals without the context:
+    the worker is shared (two presenters on one machine kept it 90% busy with finals that
+    heard context), and a stream that waits for it sheds that cost first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +165,8 @@ class StreamingRecognizer:
         self._final_audio: dict[int, Samples] = {}
         self._heard: deque[_Heard] = deque()
         self._behind = False
-        """Whether this step began over ``max_backlog_s`` behind: its finals hear no context."""
+        """Whether this step began over ``context_max_backlog_s`` behind: its finals hear no
+        context."""
         self._last_draft_end = self._buffer.origin
         self._drafted_speech_end = self._buffer.origin
         """The VAD's speech end when the last draft was decoded: until speech goes on past
@@ -203,7 +207,7 @@ class StreamingRecognizer:
         """Process all audio that has arrived; return the captions it produced."""
         now = self._buffer.end
         backlog = now - self.processed_until
-        self._behind = backlog > self.config.max_backlog_s
+        self._behind = backlog > self.config.context_max_backlog_s
         await self._score(now)
         events: list[Caption] = []
         # One segment closes per pause, in order, however much audio this step covers.

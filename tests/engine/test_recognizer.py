@@ -188,8 +188,8 @@ async def test_a_segment_as_long_as_refine_context_below_s_is_not_given_context(
 
 async def test_a_step_far_behind_decodes_its_finals_without_context() -> None:
     recognizer, transcriber = make_recognizer()
-    # All 7 s arrive before the first step: over max_backlog_s behind, so the two finals
-    # that step closes skip the context's decoder steps.
+    # All 7 s arrive before the first step: over context_max_backlog_s behind, so the two
+    # finals that step closes skip the context's decoder steps.
     events = await feed(recognizer, make_audio(7.0), 7.0)
     assert finals(events) == ["Hello there my friends.", "This is a test."]
     assert all(o.prefix is None for o in transcriber.calls)
