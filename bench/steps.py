@@ -44,7 +44,7 @@ class TimedTranscriber:
     """The transcriber, with the wall time of each full-window decode (the finals') kept
     apart for decodes that hear context (a prefix) and those that do not."""
 
-    def __init__(self, inner: FasterWhisperTranscriber) -> None:
+    def __init__(self, inner: Transcriber) -> None:
         self.inner = inner
         self.name = inner.name
         self.multilingual = inner.multilingual

@@ -113,7 +113,7 @@ class RecognizerConfig:
 
 @dataclass(frozen=True, slots=True)
 class _Heard:
-    """A final caption's audio span and text, kept as context for the next refine decodes."""
+    """Where a final caption's segment began, and its text: context for the next refines."""
 
     start: float
     text: str
@@ -291,13 +291,14 @@ class StreamingRecognizer:
         """Decode ``[start, end)``, followed by ``pad`` seconds of silence (a stream that
         stopped mid-phrase otherwise loses its last word). ``heard``: finals just before
         ``start`` that the decode hears again, their text forced as its prefix."""
-        if self._buffer.slice(start, end).size < 1600:  # under 0.1 s: nothing to read
+        audio = self._buffer.slice(start, end)
+        if audio.size < 1600:  # under 0.1 s: nothing a model can read
             return []
         budget = int(self.config.max_tokens_per_second * (end - start)) + 8
         prefix = " ".join(h.text for h in heard)
         if heard:
             start = heard[0].start
-        audio = self._buffer.slice(start, end)
+            audio = self._buffer.slice(start, end)
         if pad > 0:
             audio = np.concatenate([audio, np.zeros(int(pad * 16000), dtype=np.float32)])
         options = DecodeOptions(
@@ -486,10 +487,7 @@ class StreamingRecognizer:
         if self._behind or end - self._segment.start >= self.config.refine_context_below_s:
             return []
         earliest = max(self._segment.start - self.config.refine_context_s, end - CONTEXT_WINDOW_S)
-        heard = list(self._heard)
-        while heard and heard[0].start < earliest:
-            heard.pop(0)
-        return heard
+        return [h for h in self._heard if h.start >= earliest]
 
     def _unheard_words(self, hint: list[Word], cut: float) -> int:
         """How many words may have been spoken after the hint's last word: the last draft

@@ -70,15 +70,19 @@ class FasterWhisperTranscriber:
         token, which tiny.en ignored after short prefixes, transcribing the context again."""
         if options.prefix and options.max_new_tokens is not None:
             options = replace(options, max_new_tokens=self._budget_after(options))
+        words = self._decode(audio, options)
+        return strip_prefix(words, options.prefix) if options.prefix else words
+
+    def _decode(self, audio: Samples, options: DecodeOptions) -> list[Word]:
+        """In the short window where it applies (see the class docstring), else in
+        faster-whisper's own 30 s windows."""
         if self.short_window and not options.word_timestamps and not options.full_window:
             features = self._model.feature_extractor(audio)
             frames = int(features.shape[-1])
             window = -(-(frames + self._pad_frames) // self._bucket_frames) * self._bucket_frames
             if window < FULL_WINDOW:
-                words = self._decode_window(features, frames, window, len(audio), options)
-                return strip_prefix(words, options.prefix) if options.prefix else words
-        words = self._transcribe_full(audio, options)
-        return strip_prefix(words, options.prefix) if options.prefix else words
+                return self._decode_window(features, frames, window, len(audio), options)
+        return self._transcribe_full(audio, options)
 
     def _budget_after(self, options: DecodeOptions) -> int:
         """``max_new_tokens`` for a decode forced through ``options.prefix``: CTranslate2

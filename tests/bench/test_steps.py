@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from bench.recordings import EVAL_LONGFORM_EN, load_recording
 from bench.steps import SAMPLE_RATE, TimedTranscriber, config_with, step_through
 from engine.asr import DecodeOptions
+from engine.audio import Samples
 from engine.events import Word
 from engine.vad import SileroModel
 from engine.workers import WorkerPool
@@ -33,19 +35,19 @@ class Echo:
     name = "echo"
     multilingual = False
 
-    def transcribe(self, audio: object, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
         return [Word(" hi", 0.0, 0.1)]
 
 
 def test_final_decodes_are_timed_apart_with_and_without_context() -> None:
-    timed = TimedTranscriber(Echo())  # type: ignore[arg-type]
+    timed = TimedTranscriber(Echo())
     for options in (
         DecodeOptions(full_window=True, prefix="before"),
         DecodeOptions(full_window=True),
         DecodeOptions(full_window=True),
         DecodeOptions(),  # a draft: not a final's decode
     ):
-        assert timed.transcribe(None, options) == [Word(" hi", 0.0, 0.1)]
+        assert timed.transcribe(np.zeros(160, np.float32), options) == [Word(" hi", 0.0, 0.1)]
     assert [len(timed.finals[True]), len(timed.finals[False])] == [1, 2]
     assert "with context 1," in timed.report() and "without 2," in timed.report()
 
