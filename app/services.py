@@ -37,7 +37,10 @@ TranscriberFactory = Callable[[str, Settings], object]
 def whisper_factory(spec: str, settings: Settings) -> object:
     resolved = resolve_whisper(spec, settings.cache_dir)
     return FasterWhisperTranscriber(
-        resolved, cpu_threads=settings.cpu_threads, short_window=settings.short_window
+        resolved,
+        cpu_threads=settings.cpu_threads,
+        encoder_threads=settings.encoder_threads,
+        short_window=settings.short_window,
     )
 
 

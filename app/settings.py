@@ -38,7 +38,13 @@ class Settings:
     apertium: bool = True
     whisper_translate: bool = True
     """Translate non-English speech into English with Whisper base (needs ``*`` loaded)."""
-    cpu_threads: int = 2
+    cpu_threads: int = 1
+    """CTranslate2 threads a Whisper decode runs on. One is fastest on 2 cores: with two,
+    tiny.en's beam-5 decoder steps took 18 ms a token instead of 4.8 (base: 26 instead of
+    12). docs/metrics.md, "Whisper threads"."""
+    encoder_threads: int = 2
+    """Threads of Whisper's encoder, which does gain from two (30 s with tiny.en: 0.23 s
+    instead of 0.39); more than ``cpu_threads`` loads a second copy of the model for it."""
     websocket_impl: str = "auto"
     """uvicorn's WebSocket implementation: auto, websockets, websockets-sansio or wsproto."""
     short_window: bool = True
@@ -110,6 +116,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_WS": ("websocket_impl", str),
     "INTERP_SHORT_WINDOW": ("short_window", _flag),
     "INTERP_CPU_THREADS": ("cpu_threads", int),
+    "INTERP_ENCODER_THREADS": ("encoder_threads", int),
     "INTERP_REFINE": ("refine", _flag),
     "INTERP_RECOGNIZER": ("recognizer", _parse_map),
     "INTERP_SPEECH": ("speech", _flag),

@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
         "steps", help="compute-unaware replay in process: exact WER of recogniser settings"
     )
     commands.add_parser(
+        "threads", help="Whisper encode and decode times by CTranslate2 thread count"
+    )
+    commands.add_parser(
         "webrtc", help="caption latency and WER over WebRTC versus the WebSocket, side by side"
     )
     commands.add_parser(
@@ -321,6 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bench import steps
 
         return steps.main(words[1:])
+    if words[:1] == ["threads"]:
+        from bench import threads
+
+        return threads.main(words[1:])
     if words[:1] == ["webrtc"]:
         from bench import webrtc
 

@@ -145,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--model", default="tiny.en")
     parser.add_argument("--full-window-drafts", action="store_true")
+    parser.add_argument("--cpu-threads", type=int, default=1, help="CTranslate2 threads a decode")
     parser.add_argument(
         "--cache-dir",
         type=Path,
@@ -155,7 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = config_with(args.set)
     wavs = resolve_wavs(args.files, EVAL_LONGFORM_EN) if args.files else default_wavs()
     model = FasterWhisperTranscriber(
-        resolve_whisper(args.model), short_window=not args.full_window_drafts
+        resolve_whisper(args.model),
+        short_window=not args.full_window_drafts,
+        cpu_threads=args.cpu_threads,
     )
     model.warm()
     transcriber = TimedTranscriber(model)

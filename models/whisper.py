@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,13 +33,20 @@ class FasterWhisperTranscriber:
     silence, rounded up to ``bucket_seconds`` (CTranslate2 accepts any frame count up to
     3000): for a 6 s segment that is a 10 s window, about 8x less encoder time. The padding
     matters: with none, the decoder runs off the end of the audio into a loop.
+
+    Threads: a decode runs on ``cpu_threads`` CTranslate2 threads, its encoder on
+    ``encoder_threads``. On 2 cores one thread decodes fastest (tiny.en at beam 5: 4.8 ms a
+    token, 18 ms with two threads), while the encoder gains from two (30 s: 0.23 s instead of
+    0.39). CTranslate2 fixes the threads per loaded model, so with more encoder threads a
+    second copy of the model (tiny.en 40 MB, base 75 MB) does the encoding.
     """
 
     def __init__(
         self,
         resolved: ResolvedWhisper,
         *,
-        cpu_threads: int = 2,
+        cpu_threads: int = 1,
+        encoder_threads: int = 2,
         compute_type: str = "int8",
         short_window: bool = True,
         pad_seconds: float = 3.0,
@@ -53,6 +61,10 @@ class FasterWhisperTranscriber:
         self._model: Any = WhisperModel(
             resolved.model, device="cpu", compute_type=compute_type, cpu_threads=cpu_threads
         )
+        self.encoder_copy = encoder_threads > cpu_threads
+        if self.encoder_copy:
+            # faster-whisper encodes every window through this method.
+            self._model.encode = _encoder(resolved.model, compute_type, encoder_threads)
         self.short_window = short_window
         self._pad_frames = int(pad_seconds * FRAMES_PER_SECOND)
         self._bucket_frames = int(bucket_seconds * FRAMES_PER_SECOND)
@@ -101,7 +113,6 @@ class FasterWhisperTranscriber:
         self, features: Any, frames: int, window: int, samples: int, options: DecodeOptions
     ) -> list[Word]:
         """One decode of a window shorter than 30 s (see the class docstring)."""
-        import ctranslate2
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
 
@@ -118,7 +129,7 @@ class FasterWhisperTranscriber:
         prompt = model.get_prompt(
             tokenizer, previous, without_timestamps=True, prefix=options.prefix
         )
-        encoded = model.model.encode(ctranslate2.StorageView.from_array(padded[None]), to_cpu=False)
+        encoded = model.encode(padded)
         budget = options.max_new_tokens or model.max_length // 2
         result = model.model.generate(
             encoded,
@@ -192,6 +203,24 @@ class FasterWhisperTranscriber:
         rng = np.random.default_rng(0)
         noise = (rng.standard_normal(16_000) * 0.01).astype(np.float32)
         self.transcribe(noise, DecodeOptions(beam_size=1, language="en"))
+
+
+def _encoder(model: str, compute_type: str, threads: int) -> Callable[[np.ndarray], Any]:
+    """``WhisperModel.encode`` on a copy of ``model`` (a directory, or a name faster-whisper
+    has downloaded) loaded with ``threads`` threads."""
+    import ctranslate2
+    from faster_whisper.utils import download_model
+
+    path = model if Path(model).is_dir() else download_model(model, local_files_only=True)
+    copy = ctranslate2.models.Whisper(
+        path, device="cpu", compute_type=compute_type, intra_threads=threads
+    )
+
+    def encode(features: np.ndarray) -> Any:
+        batch = features[None] if features.ndim == 2 else features
+        return copy.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(batch)))
+
+    return encode
 
 
 def strip_prefix(words: list[Word], prefix: str) -> list[Word]:

@@ -32,7 +32,7 @@ async def _turn(
     seen: set[int],
     finals: str = "careful",
 ) -> str:
-    """One turn: stream ``wav`` (first 8 s) as ``language`` at 2x real time; return the
+    """One turn: stream ``wav`` (first 8 s) as ``language`` in real time; return the
     language of its source finals (the presenter socket also replays earlier turns' finals,
     whose segments are in ``seen``)."""
     pcm, rate = read_wav(wav)  # type: ignore[arg-type]
@@ -53,10 +53,13 @@ async def _turn(
             )
         )
         assert json.loads(await ws.recv())["type"] == "ready"
+        # In real time, as a traveller speaks: faster, the turns' spoken translations fall
+        # more than the speech stage's 6 s behind and it skips to the newest sentence (at 2x
+        # that happened with short_pause_s 0.15 and max_segment_s 5).
         step = rate // 10 * 2
         for offset in range(0, len(pcm), step):
             await ws.send(pcm[offset : offset + step])
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.1)
         await ws.send(json.dumps({"type": "stop"}))
         async for message in ws:
             event = json.loads(message)

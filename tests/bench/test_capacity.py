@@ -165,6 +165,7 @@ def test_capacity_one_presenter_real_round(
     server: ServerProcess, eval_dir: Path, tmp_path: Path
 ) -> None:
     recording = "librivox_shakespeare_sonnet_003"
+    seconds = 12.0  # cut in the middle of a line (speech from 11.2 s to 14 s): Stop finalises it
     report = run_bench_against(
         server,
         tmp_path,
@@ -173,7 +174,7 @@ def test_capacity_one_presenter_real_round(
             "--max",
             "1",
             "--seconds",
-            "10",
+            str(seconds),
             "--files",
             recording,
         ],
@@ -185,16 +186,16 @@ def test_capacity_one_presenter_real_round(
     assert set(run) == ROUND_KEYS
     (one,) = run["per_presenter"]
     assert set(one) == PRESENTER_KEYS
-    assert one["recording"] == recording and one["audio_s"] == pytest.approx(10.0)
+    assert one["recording"] == recording and one["audio_s"] == pytest.approx(seconds)
     assert one["error"] is None
 
     series = one["series"]
     assert len(series) == one["lag_s"]["count"] >= 2
     at, sent, covered = (list(column) for column in zip(*series, strict=True))
     assert at == sorted(at) and sent == sorted(sent) and covered == sorted(covered)
-    assert all(0.0 <= s <= 10.0 for s in sent)
+    assert all(0.0 <= s <= seconds for s in sent)
     assert all(0.0 <= c <= s + 0.5 for c, s in zip(covered, sent, strict=True))
-    assert sent[-1] == pytest.approx(10.0)  # the last final comes after all audio was sent
+    assert sent[-1] == pytest.approx(seconds)  # the stop's final comes after all audio
     lags = [s - c for s, c in zip(sent, covered, strict=True)]
     assert one["lag_s"]["max"] == pytest.approx(max(lags), abs=0.002)
     assert one["end_lag_s"] >= 0

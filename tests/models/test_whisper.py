@@ -74,3 +74,20 @@ def test_the_prefix_is_read_not_generated(
     head = text(tiny_en.transcribe(audio[: int(SPLIT_S * 16000)], options)).strip()
     short = tiny_en.transcribe(audio, replace(options, prefix=head, max_new_tokens=10))
     assert len(short) >= 4, short
+
+
+@pytest.mark.parametrize("full_window", [True, False], ids=["full-window", "short-window"])
+def test_the_encoder_copy_reads_as_the_model_itself_does(
+    tiny_en: FasterWhisperTranscriber, audio: np.ndarray, full_window: bool
+) -> None:
+    """With more encoder threads than decoder threads a second copy of the model encodes
+    (models/whisper.py): its encodings must serve the decoder exactly like the model's own.
+    Normalisation: bench.textnorm."""
+    assert tiny_en.encoder_copy, "by default a copy with two threads encodes"
+    single = FasterWhisperTranscriber(resolve_whisper("tiny.en"), encoder_threads=1)
+    assert not single.encoder_copy
+    options = DecodeOptions(language="en", beam_size=5, full_window=full_window)
+    copied = normalise_words(text(tiny_en.transcribe(audio, options)))
+    own = normalise_words(text(single.transcribe(audio, options)))
+    assert len(own) >= 20, own
+    assert word_errors(own, copied).wer <= 0.05, (own, copied)
