@@ -40,11 +40,11 @@ class Settings:
     """Translate non-English speech into English with Whisper base (needs ``*`` loaded)."""
     cpu_threads: int = 1
     """CTranslate2 threads a Whisper decode runs on. One is fastest on 2 cores: with two,
-    tiny.en's beam-5 decoder steps took 18 ms a token instead of 4.8 (base: 26 instead of
-    12). docs/metrics.md, "Whisper threads"."""
+    tiny.en's beam-5 decoder steps took 14 ms a token instead of 3.7 (base: 22 instead of
+    10). docs/metrics.md, "Whisper threads"."""
     encoder_threads: int = 2
-    """Threads of Whisper's encoder, which does gain from two (30 s with tiny.en: 0.23 s
-    instead of 0.39); more than ``cpu_threads`` loads a second copy of the model for it."""
+    """Threads of Whisper's encoder, which does gain from two (30 s with tiny.en: 0.20 s
+    instead of 0.36); more than ``cpu_threads`` loads a second copy of the model for it."""
     websocket_impl: str = "auto"
     """uvicorn's WebSocket implementation: auto, websockets, websockets-sansio or wsproto."""
     short_window: bool = True

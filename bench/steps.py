@@ -31,7 +31,7 @@ from bench.recordings import EVAL_LONGFORM_EN, default_wavs, load_recording, res
 from bench.reference import DecodeSettings, cached_decode, timed_reference
 from bench.textnorm import normalise_words
 from engine.asr import DecodeOptions, Transcriber
-from engine.audio import SAMPLE_RATE
+from engine.audio import SAMPLE_RATE, decode_pcm16
 from engine.events import Caption, Word
 from engine.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.vad import SileroModel, StreamingVad
@@ -114,7 +114,7 @@ async def step_through(
     step_s: float,
 ) -> Stepped:
     """Feed ``pcm`` (16 kHz) in steps of ``step_s`` seconds, then finish."""
-    audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+    audio = decode_pcm16(pcm)
     counter = itertools.count()
     recognizer = StreamingRecognizer(
         transcriber, StreamingVad(vad), pool.run, lambda: next(counter), config

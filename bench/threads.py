@@ -22,7 +22,7 @@ import numpy as np
 
 from bench.recordings import EVAL_LONGFORM_EN, load_recording
 from bench.report import machine_info
-from engine.audio import SAMPLE_RATE
+from engine.audio import SAMPLE_RATE, decode_pcm16
 from models.catalog import resolve_whisper
 from models.whisper import FRAMES_PER_SECOND, FULL_WINDOW
 
@@ -39,24 +39,8 @@ def _median_seconds(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
-def measure(model_spec: str, threads: int, window_s: float, audio: np.ndarray, repeat: int) -> str:
-    """One report row: encode time and ms per token at beam 5 and greedy."""
-    from faster_whisper import WhisperModel
-    from faster_whisper.tokenizer import Tokenizer
-
-    model = WhisperModel(
-        resolve_whisper(model_spec).model, device="cpu", compute_type="int8", cpu_threads=threads
-    )
-    multilingual = model.model.is_multilingual
-    tokenizer = Tokenizer(
-        model.hf_tokenizer, multilingual, task="transcribe", language="en" if multilingual else None
-    )
-    features = model.feature_extractor(audio)
-    frames = min(int(window_s * FRAMES_PER_SECOND), FULL_WINDOW)
-    window = np.zeros((features.shape[0], frames), dtype=np.float32)
-    used = min(frames, features.shape[1])
-    window[:, :used] = features[:, :used]
-    prompt = model.get_prompt(tokenizer, [], without_timestamps=True)
+def _window_cells(model: Any, prompt: list[int], window: np.ndarray, repeat: int) -> list[str]:
+    """Encode time, then ms per token at beam 5 and greedily, for one window."""
     encode_s, encoded = _median_seconds(lambda: model.encode(window), repeat)
     cells = [f"{encode_s:.3f}"]
     for beam in (5, 1):
@@ -68,7 +52,35 @@ def measure(model_spec: str, threads: int, window_s: float, audio: np.ndarray, r
         )
         tokens = max(1, len(result[0].sequences_ids[0]))
         cells.append(f"{seconds * 1000 / tokens:.1f} ({tokens} tokens)")
-    return f"| {threads} | {window_s:g} | " + " | ".join(cells) + " |"
+    return cells
+
+
+def measure(
+    model_spec: str, threads: int, windows_s: Sequence[float], audio: np.ndarray, repeat: int
+) -> list[str]:
+    """Report rows for one thread count, a row a window: encode time and ms per token at
+    beam 5 and greedy (the model loaded and the audio's features computed once)."""
+    from faster_whisper import WhisperModel
+    from faster_whisper.tokenizer import Tokenizer
+
+    model = WhisperModel(
+        resolve_whisper(model_spec).model, device="cpu", compute_type="int8", cpu_threads=threads
+    )
+    multilingual = model.model.is_multilingual
+    tokenizer = Tokenizer(
+        model.hf_tokenizer, multilingual, task="transcribe", language="en" if multilingual else None
+    )
+    prompt = model.get_prompt(tokenizer, [], without_timestamps=True)
+    features = model.feature_extractor(audio)
+    rows = []
+    for window_s in windows_s:
+        frames = min(int(window_s * FRAMES_PER_SECOND), FULL_WINDOW)
+        window = np.zeros((features.shape[0], frames), dtype=np.float32)
+        used = min(frames, features.shape[1])
+        window[:, :used] = features[:, :used]
+        cells = _window_cells(model, prompt, window, repeat)
+        rows.append(f"| {threads} | {window_s:g} | " + " | ".join(cells) + " |")
+    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,8 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     recording = load_recording(Path(args.file))
     if recording.sample_rate != SAMPLE_RATE:
         raise SystemExit(f"{args.file}: {recording.sample_rate} Hz, the bench takes 16 kHz")
-    audio = np.frombuffer(recording.pcm, dtype="<i2").astype(np.float32) / 32768.0
-    audio = audio[: 30 * SAMPLE_RATE]
+    audio = decode_pcm16(recording.pcm)[: 30 * SAMPLE_RATE]
     machine = machine_info()
     print(
         f"Whisper {args.model} (int8) on {machine['cpu_model']}, {machine['usable_cores']} "
@@ -92,6 +103,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "|---|---|---|---|---|"
     )
     for threads in args.threads:
-        for window_s in args.windows:
-            print(measure(args.model, threads, window_s, audio, args.repeat), flush=True)
+        for row in measure(args.model, threads, args.windows, audio, args.repeat):
+            print(row, flush=True)
     return 0

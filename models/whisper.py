@@ -35,10 +35,11 @@ class FasterWhisperTranscriber:
     matters: with none, the decoder runs off the end of the audio into a loop.
 
     Threads: a decode runs on ``cpu_threads`` CTranslate2 threads, its encoder on
-    ``encoder_threads``. On 2 cores one thread decodes fastest (tiny.en at beam 5: 4.8 ms a
-    token, 18 ms with two threads), while the encoder gains from two (30 s: 0.23 s instead of
-    0.39). CTranslate2 fixes the threads per loaded model, so with more encoder threads a
-    second copy of the model (tiny.en 40 MB, base 75 MB) does the encoding.
+    ``encoder_threads``. On 2 cores one thread decodes fastest (tiny.en at beam 5: 3.7 ms a
+    token, 14 ms with two threads), while the encoder gains from two (30 s: 0.20 s instead
+    of 0.36; ``python -m bench threads``). CTranslate2 fixes the threads per loaded model,
+    so with more encoder threads a second copy of the model (tiny.en 40 MB, base 75 MB) does
+    the encoding.
     """
 
     def __init__(
@@ -209,6 +210,7 @@ def _encoder(model: str, compute_type: str, threads: int) -> Callable[[np.ndarra
     """``WhisperModel.encode`` on a copy of ``model`` (a directory, or a name faster-whisper
     has downloaded) loaded with ``threads`` threads."""
     import ctranslate2
+    from faster_whisper.transcribe import get_ctranslate2_storage
     from faster_whisper.utils import download_model
 
     path = model if Path(model).is_dir() else download_model(model, local_files_only=True)
@@ -218,7 +220,7 @@ def _encoder(model: str, compute_type: str, threads: int) -> Callable[[np.ndarra
 
     def encode(features: np.ndarray) -> Any:
         batch = features[None] if features.ndim == 2 else features
-        return copy.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(batch)))
+        return copy.encode(get_ctranslate2_storage(batch))
 
     return encode
 

@@ -29,6 +29,11 @@ def tiny_en() -> FasterWhisperTranscriber:
 
 
 @pytest.fixture(scope="module")
+def tiny_en_own_encoder() -> FasterWhisperTranscriber:
+    return FasterWhisperTranscriber(resolve_whisper("tiny.en"), encoder_threads=1)
+
+
+@pytest.fixture(scope="module")
 def audio() -> np.ndarray:
     with wave.open(str(EVAL_LONGFORM_EN / "librivox_shakespeare_sonnet_002.wav")) as w:
         pcm = w.readframes(w.getnframes())
@@ -78,13 +83,16 @@ def test_the_prefix_is_read_not_generated(
 
 @pytest.mark.parametrize("full_window", [True, False], ids=["full-window", "short-window"])
 def test_the_encoder_copy_reads_as_the_model_itself_does(
-    tiny_en: FasterWhisperTranscriber, audio: np.ndarray, full_window: bool
+    tiny_en: FasterWhisperTranscriber,
+    tiny_en_own_encoder: FasterWhisperTranscriber,
+    audio: np.ndarray,
+    full_window: bool,
 ) -> None:
     """With more encoder threads than decoder threads a second copy of the model encodes
     (models/whisper.py): its encodings must serve the decoder exactly like the model's own.
     Normalisation: bench.textnorm."""
     assert tiny_en.encoder_copy, "by default a copy with two threads encodes"
-    single = FasterWhisperTranscriber(resolve_whisper("tiny.en"), encoder_threads=1)
+    single = tiny_en_own_encoder
     assert not single.encoder_copy
     options = DecodeOptions(language="en", beam_size=5, full_window=full_window)
     copied = normalise_words(text(tiny_en.transcribe(audio, options)))
