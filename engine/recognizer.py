@@ -159,6 +159,9 @@ class StreamingRecognizer:
         self._next_segment = next_segment
         self._buffer = AudioBuffer(start_time)
         self._speech = SpeechTrack(self._buffer.origin, self.config.speech_threshold)
+        self._scored_until = self._buffer.origin
+        """How much audio the VAD has been given: it keeps the part of a window it has not
+        scored yet, so that part must not be given again."""
         self._context = context
         self._segment = _Segment(self._buffer.origin)
         self.processed_until = self._buffer.origin
@@ -257,9 +260,10 @@ class StreamingRecognizer:
         return events
 
     async def _score(self, now: float) -> None:
-        audio = self._buffer.slice(self._speech.end, now)
+        audio = self._buffer.slice(self._scored_until, now)
         if audio.size:
             self._speech.extend(await self._run(self._vad.process, audio))
+            self._scored_until = now
 
     def _trim(self, time: float) -> None:
         """Forget audio before ``time``, except what the next refine may hear again."""

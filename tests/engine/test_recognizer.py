@@ -338,3 +338,16 @@ async def test_model_failure_propagates_and_next_step_recovers() -> None:
         await recognizer.step()
     events = await feed(recognizer, audio[16000:], 0.3)
     assert "This is a test." in finals(events)
+
+
+async def test_the_vad_hears_each_sample_once() -> None:
+    # Steps that end mid-window: the VAD keeps the unscored part itself, so a step must not
+    # hand it over again (that doubled up to 32 ms of audio a step and ran the speech track
+    # ahead of the audio received).
+    recognizer, _ = make_recognizer()
+    audio = make_audio(7.0)
+    await feed(recognizer, audio, 0.3)
+    vad = recognizer._vad
+    assert isinstance(vad, FakeVad)
+    assert vad.windows_seen == len(audio) // WINDOW
+    assert recognizer._speech.end <= recognizer.received_until
