@@ -34,25 +34,39 @@ def ends_sentence(word: Word) -> bool:
     return word.text.rstrip().endswith(SENTENCE_END)
 
 
-def guard_repetitions(words: Sequence[Word], max_ngram: int = 8) -> list[Word]:
+def guard_repetitions(
+    words: Sequence[Word], max_ngram: int = 8, *, spoken_copies: int = 4, recovery: int = 3
+) -> list[Word]:
     """Cut a decoder loop: keep one copy of an n-gram that repeats back to back.
 
     A loop is a word or word pair repeated three times in a row, or a phrase of three or
     more words repeated twice in a row. Everything from the second copy on is dropped, because
-    a looping decoder rarely recovers within the same window.
+    a looping decoder rarely recovers within the same window. A run of at most
+    ``spoken_copies`` copies that ``recovery`` other words follow is no loop: the speaker said
+    it ("words, words, words, and that's all"), and the decoder went on past it.
     """
     keys = [word_key(w.text) for w in words]
-    for i in range(len(keys)):
+    i = 0
+    while i < len(keys):
+        resume = i + 1
         for n in range(1, max_ngram + 1):
             copies = 3 if n < 3 else 2
-            end = i + n * copies
-            if end > len(keys):
+            if i + n * copies > len(keys):
                 break
             gram = keys[i : i + n]
             if not all(gram):
                 continue
-            if all(keys[i + k * n : i + (k + 1) * n] == gram for k in range(1, copies)):
-                return list(words[: i + n])
+            run = 1
+            while keys[i + run * n : i + (run + 1) * n] == gram:
+                run += 1
+            if run < copies:
+                continue
+            after = i + run * n
+            if run <= spoken_copies and len(keys) - after >= recovery:
+                resume = max(resume, after)
+                continue
+            return list(words[: i + n])
+        i = resume
     return list(words)
 
 

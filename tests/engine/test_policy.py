@@ -84,6 +84,21 @@ def test_repetition_guard_cuts_single_word_loops_but_keeps_a_double() -> None:
     assert texts(guard_repetitions(words("very very good"))) == "very very good"
 
 
+def test_repetition_guard_keeps_a_repetition_the_decoder_went_on_from() -> None:
+    # Said: a few copies, then other words. A loop runs on to the end of the hypothesis.
+    said = "here are some more words words words words and that should be all"
+    assert texts(guard_repetitions(words(said))) == said
+    assert texts(guard_repetitions(words("I think that I think that we should go"))) == (
+        "I think that I think that we should go"
+    )
+    # Too many copies to be speech, or too little after them to call it a recovery.
+    assert texts(guard_repetitions(words("no no no no no and then more"))) == "no"
+    assert texts(guard_repetitions(words("words words words and that"))) == "words"
+    # A loop after a spoken repetition is still cut.
+    looped = words("very very very good and then we go and then we go")
+    assert texts(guard_repetitions(looped)) == "very very very good and then we go"
+
+
 def test_repetition_guard_keeps_ordinary_text() -> None:
     text = "from fairest creatures we desire increase that thereby beauty's rose might never die"
     assert texts(guard_repetitions(words(text))) == text
