@@ -50,6 +50,17 @@ from tests.support import (
 )
 
 SONNET = LONGFORM_EN / "librivox_shakespeare_sonnet_002.wav"
+SPOKEN = EVAL / "asr_short" / "en" / "librispeech_test-clean_61-70968-0000.wav"
+
+
+def speech(seconds: float, rate: int) -> bytes:
+    """The first ``seconds`` of a real recording at ``rate`` (the VAD must hear speech: a
+    tone scores under its threshold)."""
+    pcm, source_rate = read_wav(SPOKEN)
+    samples = np.frombuffer(pcm, dtype="<i2")[: int(seconds * source_rate)].astype(np.float64)
+    times = np.arange(int(seconds * rate)) / rate
+    resampled = np.interp(times, np.arange(samples.size) / source_rate, samples)
+    return resampled.astype("<i2").tobytes()
 
 
 def tone(seconds: float, rate: int, freq: float = 440.0, level: float = 0.3) -> bytes:
@@ -263,7 +274,7 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
     async with in_process_server(tmp_path) as server:
         session = await new_session(server.url)
         pc = new_peer()
-        track = PcmTrack(tone(3.0, 48000, 220.0), 48000)  # any rate: the server resamples
+        track = PcmTrack(speech(3.0, 48000), 48000)  # any rate: the server resamples
         pc.addTrack(track)
         await connect(
             pc, server.url, session["code"], role="present", token=session["presenter_token"]
@@ -303,7 +314,7 @@ async def test_shutdown_finalises_a_live_webrtc_stream(tmp_path: Path) -> None:
     async with in_process_server(tmp_path) as server:
         session = await new_session(server.url)
         pc = new_peer()
-        track = PcmTrack(tone(2.0, 16000, 220.0), 16000)
+        track = PcmTrack(speech(2.0, 16000), 16000)
         pc.addTrack(track)
         await connect(
             pc, server.url, session["code"], role="present", token=session["presenter_token"]
