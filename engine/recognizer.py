@@ -3,9 +3,10 @@
 A step takes all audio that arrived since the last step (compute-aware: a slow machine gets
 larger steps, not a backlog), scores it with the VAD, and then either
 
-- closes the open segment at a pause (silence of ``min_silence_s`` after speech), or at a
-  committed sentence end once the segment is long enough, or at the last committed word when
-  it grows past ``max_segment_s``; a closed segment is re-decoded once with more care (beam
+- closes the open segment at a pause (silence of ``min_silence_s`` after speech; only a
+  ``long_pause_s`` one after under ``min_close_speech_s`` of speech), or at a committed
+  sentence end once the segment is long enough, or at its quietest moment when it grows
+  past ``max_segment_s``; a closed segment is re-decoded once with more care (beam
   ``refine_beam``, previous finals as the prompt) into its final caption; or
 - as soon as the speech pauses, before the pause is long enough to close the segment, makes
   that careful decode early (``early_finals``): if the pause then closes the segment with
@@ -61,13 +62,21 @@ class RecognizerConfig:
     speech_threshold: float = 0.5
     min_silence_s: float = 0.4
     """A pause this long closes a segment."""
-    short_pause_s: float = 0.2
+    short_pause_s: float = 0.15
     """Once a segment is long (``long_segment_s``) or has a committed sentence end after
     ``sentence_min_s``, a pause this short closes it."""
     long_segment_s: float = 2.0
     sentence_min_s: float = 1.0
     max_segment_s: float = 8.0
     """With no pause at all, a segment is cut at its quietest moment past this length."""
+    min_close_speech_s: float = 1.5
+    """A pause after less speech than this (a line of verse, a word or two before a breath)
+    closes the segment only if it lasts ``long_pause_s``; a shorter one lets the segment run
+    on into the next phrase. Alone, such a segment's final is read from too little audio
+    ("Look in thy glass" came out "Looking like last"), and its forced text then misleads
+    the next final that hears it as context. 0 turns it off. Measured in docs/metrics.md
+    ("Short segments")."""
+    long_pause_s: float = 0.7
     lead_in_s: float = 0.3
     draft_interval_s: float = 0.5
     """At least this much new audio between draft decodes: more often only redraws the same
@@ -412,7 +421,12 @@ class StreamingRecognizer:
         """
         config = self.config
         seg = self._segment
-        speech_end = self._speech.first_pause(seg.start, self._pause_needed(now))
+        speech_end = self._speech.first_pause(
+            seg.start,
+            self._pause_needed(now),
+            min_speech=config.min_close_speech_s,
+            long_silence=config.long_pause_s,
+        )
         if speech_end is not None:
             return min(now, speech_end + self._cut_delay(now))
         if now - seg.start >= config.max_segment_s:

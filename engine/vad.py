@@ -8,6 +8,7 @@ run in the worker thread of the ASR step, never on the event loop.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -109,17 +110,34 @@ class SpeechTrack:
             return None
         return self._time(lo + int(hits[0])), self._time(lo + int(hits[-1]) + 1)
 
-    def first_pause(self, start: float, min_silence: float) -> float | None:
+    def first_pause(
+        self,
+        start: float,
+        min_silence: float,
+        *,
+        min_speech: float = 0.0,
+        long_silence: float = math.inf,
+    ) -> float | None:
         """End of the speech before the first pause of at least ``min_silence`` seconds
-        that follows speech at or after ``start``; None if there is no such pause yet."""
+        that follows speech at or after ``start``; None if there is no such pause yet.
+
+        With ``min_speech``, a pause that follows less speech than that (from the first
+        speech window at or after ``start``) counts only if it lasts ``long_silence``."""
         lo, flags = self._span(start)
         hits = np.flatnonzero(flags)
         if hits.size == 0:
             return None
         need = max(1, int(np.ceil(min_silence / WINDOW_SECONDS - 1e-9)))
+        need_long = (
+            int(np.ceil(long_silence / WINDOW_SECONDS - 1e-9))
+            if math.isfinite(long_silence)
+            else len(flags) + 1
+        )
         # Gaps between consecutive speech windows, and the open gap after the last one.
         gaps = np.diff(np.append(hits, len(flags))) - 1
-        long_gaps = np.flatnonzero(gaps >= need)
+        spoken = (hits + 1 - hits[0]) * WINDOW_SECONDS
+        closing = (gaps >= need) & ((spoken >= min_speech - 1e-9) | (gaps >= need_long))
+        long_gaps = np.flatnonzero(closing)
         if long_gaps.size == 0:
             return None
         return self._time(lo + int(hits[long_gaps[0]]) + 1)

@@ -222,6 +222,23 @@ async def test_short_pause_after_committed_sentence_end_closes_the_segment() -> 
     assert finals(events)[0] == "Hello there my friends."
 
 
+@pytest.mark.parametrize(
+    ("long_pause_s", "expected"),
+    [
+        (1.5, ["Hello there my friends. This is a test."]),
+        (0.9, ["Hello there my friends.", "This is a test."]),
+    ],
+)
+async def test_a_pause_after_little_speech_closes_only_if_long(
+    long_pause_s: float, expected: list[str]
+) -> None:
+    # The first sentence holds 2.6 s of speech, then pauses for 1 s: with 3 s of speech
+    # needed, only a pause of long_pause_s closes it; the 1.6 s pause after "test." does.
+    recognizer, _ = make_recognizer(min_close_speech_s=3.0, long_pause_s=long_pause_s)
+    events = await feed(recognizer, make_audio(7.0), 0.25)
+    assert finals(events) == expected
+
+
 async def test_segment_without_pause_is_cut_at_its_quietest_point() -> None:
     recognizer, _ = make_recognizer(
         min_silence_s=5.0, short_pause_s=5.0, long_segment_s=100, max_segment_s=3.0

@@ -1,0 +1,46 @@
+"""SpeechTrack: where pauses fall in the VAD's output (pure bookkeeping, no model)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.vad import WINDOW_SECONDS, SpeechTrack
+
+
+def track(pattern: str) -> SpeechTrack:
+    """One character per 32 ms window: ``#`` speech, ``.`` silence."""
+    speech = SpeechTrack(0.0)
+    speech.extend(np.array([1.0 if c == "#" else 0.0 for c in pattern], dtype=np.float32))
+    return speech
+
+
+def at(windows: int) -> float:
+    return windows * WINDOW_SECONDS
+
+
+def test_first_pause_is_the_first_silence_long_enough() -> None:
+    speech = track("..####..######.........##")
+    assert speech.first_pause(0.0, at(2)) == at(6)
+    assert speech.first_pause(0.0, at(3)) == at(14)
+    assert speech.first_pause(0.0, at(10)) is None
+    assert speech.first_pause(at(7), at(2)) == at(14)
+
+
+def test_the_open_gap_after_the_last_speech_counts() -> None:
+    speech = track("####....")
+    assert speech.first_pause(0.0, at(4)) == at(4)
+    assert speech.first_pause(0.0, at(5)) is None
+
+
+def test_a_pause_after_too_little_speech_must_be_long() -> None:
+    # 4 windows of speech, a 3-window pause, 6 more windows, a 3-window pause, then 12.
+    speech = track("####...######...############............")
+    assert speech.first_pause(0.0, at(3)) == at(4)
+    # Needing 8 windows of speech first, the first pause is too early...
+    assert speech.first_pause(0.0, at(3), min_speech=at(8)) == at(13)
+    # ...unless it is long enough on its own.
+    assert speech.first_pause(0.0, at(3), min_speech=at(8), long_silence=at(3)) == at(4)
+    # Speech counts from the first speech window at or after the start, pauses included.
+    assert speech.first_pause(0.0, at(3), min_speech=at(20)) == at(28)
+    assert speech.first_pause(0.0, at(3), min_speech=at(40)) is None
+    assert speech.first_pause(0.0, at(3), min_speech=at(40), long_silence=at(12)) == at(28)
