@@ -37,6 +37,7 @@ from engine.policy import (
     guard_repetitions,
     guard_text,
     join_words,
+    word_key,
 )
 from engine.vad import SpeechTrack, StreamingVad
 
@@ -188,6 +189,8 @@ class StreamingRecognizer:
         self.early_decodes = 0
         self.early_finals = 0
         """Finals that used their early decode (the rest of ``early_decodes`` were spent)."""
+        self.context_misses = 0
+        """Refine decodes that heard context and gave no words, so were made again without."""
 
     @property
     def received_until(self) -> float:
@@ -489,15 +492,24 @@ class StreamingRecognizer:
         config = self.config
         if full_window is None:
             full_window = config.refine_full_window
-        return await self._decode(
-            self._segment.start,
-            end,
-            config.refine_beam if config.refine else config.draft_beam,
-            timestamps=False,
-            pad=pad,
-            full_window=full_window,
-            heard=self._context_for(end) if full_window else (),
-        )
+        heard = self._context_for(end) if full_window else []
+        while True:
+            words = await self._decode(
+                self._segment.start,
+                end,
+                config.refine_beam if config.refine else config.draft_beam,
+                timestamps=False,
+                pad=pad,
+                full_window=full_window,
+                heard=heard,
+            )
+            if not heard or any(word_key(w.text) for w in words):
+                return words
+            # After a forced prefix that ends a sentence and a pause, tiny.en sometimes
+            # ends at once (" ."): a whole FLEURS clip's final was lost so. The segment
+            # alone is read again.
+            self.context_misses += 1
+            heard = []
 
     def _context_for(self, end: float) -> list[_Heard]:
         """The recent finals a full-window refine up to ``end`` hears again: those that began

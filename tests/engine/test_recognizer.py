@@ -368,3 +368,21 @@ async def test_the_vad_hears_each_sample_once() -> None:
     assert isinstance(vad, FakeVad)
     assert vad.windows_seen == len(audio) // WINDOW
     assert recognizer._speech.end <= recognizer.received_until
+
+
+async def test_a_refine_that_gives_no_words_with_context_is_made_again_without() -> None:
+    # Whisper sometimes ends at once after a forced prefix (" ."): the segment alone is
+    # decoded again, so its final keeps its words.
+    recognizer, transcriber = make_recognizer()
+    plain = transcriber.transcribe
+
+    def ends_at_once(audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+        words = plain(audio, options)
+        return [Word(" .", 0.0, 0.1)] if options.prefix else words
+
+    transcriber.transcribe = ends_at_once  # type: ignore[method-assign]
+    events = await feed(recognizer, make_audio(7.0), 0.3)
+    assert finals(events) == ["Hello there my friends.", "This is a test."]
+    assert recognizer.context_misses >= 1
+    retried = [o for o in transcriber.calls if o.full_window and not o.prefix]
+    assert len(retried) >= 2  # the first segment (no context to hear) and the retry
