@@ -25,7 +25,7 @@ from typing import Protocol
 import numpy as np
 
 from engine.asr import DecodeOptions, Transcriber
-from engine.policy import join_words
+from engine.policy import guard_repetitions, join_words
 from engine.translation_routes import Backend, Route
 from engine.workers import WorkerPool, Workers
 from models.apertium import ApertiumTranslator
@@ -120,7 +120,9 @@ def whisper_translate(
         words = await pool.run(
             transcriber.transcribe, np.ascontiguousarray(audio, dtype=np.float32), options
         )
-        return join_words(words)
+        # The token bound stops a loop; the guard cuts what it had written by then ("he had
+        # to pass by a timebreak. 1 1 1 1 ...", a FLEURS clip).
+        return join_words(guard_repetitions(words))
 
     return translate
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.events import Caption, ErrorEvent, Event
+from engine.asr import DecodeOptions
+from engine.events import Caption, ErrorEvent, Event, Word
 from engine.translation import (
     ApertiumBackend,
     PooledTranslator,
@@ -588,3 +589,22 @@ async def test_only_the_stable_part_of_a_source_draft_is_translated(
     assert not any(c.segment == 1 for c in published.captions("es", "draft"))
     assert [c.text for c in published.captions("es", "final")] == ["es:four es:five"]
     await session.close()
+
+
+async def test_whisper_translate_cuts_a_decoder_loop() -> None:
+    class Looping:
+        name = "fake"
+        multilingual = True
+
+        def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+            assert options.task == "translate" and options.max_new_tokens == 16
+            said = [Word(f" {t}", 0.0, 0.1) for t in "He had to pass by a timebreak.".split()]
+            return said + [Word(" 1", 0.0, 0.1)] * 24
+
+    pool = WorkerPool("asr")
+    try:
+        translate = whisper_translate(Looping(), pool, "fr")  # type: ignore[arg-type]
+        text = await translate(np.zeros(16000, dtype=np.float32), None)
+    finally:
+        pool.shutdown()
+    assert text == "He had to pass by a timebreak. 1"
