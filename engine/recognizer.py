@@ -20,6 +20,7 @@ larger steps, not a backlog), scores it with the VAD, and then either
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -492,24 +493,24 @@ class StreamingRecognizer:
         config = self.config
         if full_window is None:
             full_window = config.refine_full_window
+        decode = functools.partial(
+            self._decode,
+            self._segment.start,
+            end,
+            config.refine_beam if config.refine else config.draft_beam,
+            timestamps=False,
+            pad=pad,
+            full_window=full_window,
+        )
         heard = self._context_for(end) if full_window else []
-        while True:
-            words = await self._decode(
-                self._segment.start,
-                end,
-                config.refine_beam if config.refine else config.draft_beam,
-                timestamps=False,
-                pad=pad,
-                full_window=full_window,
-                heard=heard,
-            )
-            if not heard or any(word_key(w.text) for w in words):
-                return words
+        words = await decode(heard=heard)
+        if heard and not any(word_key(w.text) for w in words):
             # After a forced prefix that ends a sentence and a pause, tiny.en sometimes
             # ends at once (" ."): a whole FLEURS clip's final was lost so. The segment
             # alone is read again.
             self.context_misses += 1
-            heard = []
+            words = await decode()
+        return words
 
     def _context_for(self, end: float) -> list[_Heard]:
         """The recent finals a full-window refine up to ``end`` hears again: those that began

@@ -8,7 +8,6 @@ run in the worker thread of the ASR step, never on the event loop.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +71,11 @@ class StreamingVad:
         return probs
 
 
+def _windows(seconds: float) -> float:
+    """How many whole windows it takes to cover ``seconds`` (a float: inf stays inf)."""
+    return float(np.ceil(seconds / WINDOW_SECONDS - 1e-9))
+
+
 class SpeechTrack:
     """Which 32 ms windows of a stream held speech, addressed by absolute time.
 
@@ -116,7 +120,7 @@ class SpeechTrack:
         min_silence: float,
         *,
         min_speech: float = 0.0,
-        long_silence: float = math.inf,
+        long_silence: float = float("inf"),
     ) -> float | None:
         """End of the speech before the first pause of at least ``min_silence`` seconds
         that follows speech at or after ``start``; None if there is no such pause yet.
@@ -127,12 +131,8 @@ class SpeechTrack:
         hits = np.flatnonzero(flags)
         if hits.size == 0:
             return None
-        need = max(1, int(np.ceil(min_silence / WINDOW_SECONDS - 1e-9)))
-        need_long = (
-            int(np.ceil(long_silence / WINDOW_SECONDS - 1e-9))
-            if math.isfinite(long_silence)
-            else len(flags) + 1
-        )
+        need = max(1.0, _windows(min_silence))
+        need_long = _windows(long_silence)  # inf: no pause is long enough
         # Gaps between consecutive speech windows, and the open gap after the last one.
         gaps = np.diff(np.append(hits, len(flags))) - 1
         spoken = (hits + 1 - hits[0]) * WINDOW_SECONDS
