@@ -11,11 +11,10 @@ from starlette.responses import JSONResponse, Response
 
 from app.ratelimit import SlidingWindowLimit
 from app.services import Services
-from engine import transcript
+from engine import languages, transcript
 from engine.registry import TooManySessions
 from engine.session import Session
-from engine.store import verify_token
-from models import languages
+from engine.store.base import verify_token
 
 MAX_TITLE = 200
 MAX_BODY = 16 * 1024

@@ -17,9 +17,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from app.sendwatch import SendWatch
 from app.services import Services
 from app.sockets import accept_for_session, close
+from engine import languages
+from engine.delivery.hub import ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.events import SpeechAudio, to_json
-from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
-from models import languages
 
 
 async def _send_events(websocket: WebSocket, sub: Subscription, watch: SendWatch) -> None:

@@ -27,7 +27,7 @@ from app.sendwatch import SendWatch
 from app.services import Services, TranscriberFactory, build_services, load_models, whisper_factory
 from app.settings import Settings
 from app.webrtc import PeerRegistry, config_endpoint, offer_endpoint
-from models import languages
+from engine import languages
 
 log = logging.getLogger(__name__)
 

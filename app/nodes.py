@@ -5,18 +5,18 @@ the others do to a session it also serves."""
 from __future__ import annotations
 
 from app.settings import Settings
+from engine.delivery.hub import Hub, InMemoryHub
 from engine.events import SessionState
-from engine.hub import Hub, InMemoryHub
 from engine.registry import SessionRegistry
-from engine.store import SessionStore, SqliteSessionStore
+from engine.store.base import SessionStore, SqliteSessionStore
 
 
 def backends(settings: Settings) -> tuple[SessionStore, Hub]:
     """SQLite and the in-process hub by default; with ``redis_url``, the Redis store and
     hub every node shares (docs/architecture.md, "Several processes or machines")."""
     if settings.redis_url:
-        from engine.redis_hub import RedisHub
-        from engine.redis_store import RedisSessionStore
+        from engine.delivery.redis import RedisHub
+        from engine.store.redis import RedisSessionStore
 
         store = RedisSessionStore(settings.redis_url)
         return store, RedisHub(settings.redis_url, max_queue=settings.listener_queue)
@@ -28,7 +28,7 @@ def follow_other_nodes(hub: Hub, registry: SessionRegistry) -> None:
     """With a shared hub: when listeners on other nodes join, leave or switch language,
     the sessions loaded here re-read what to translate and speak (and announce the new
     audience size); a state another node published becomes this node's state too."""
-    from engine.redis_hub import RedisHub
+    from engine.delivery.redis import RedisHub
 
     if not isinstance(hub, RedisHub):
         return

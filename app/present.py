@@ -17,11 +17,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from app.services import Services
 from app.sockets import accept_for_session, close
+from engine import languages
+from engine.delivery.hub import ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.events import to_json
-from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.session import AUTO, PresenterStream, Session, StreamError
-from engine.store import verify_token
-from models import languages
+from engine.store.base import verify_token
 
 log = logging.getLogger(__name__)
 

@@ -10,19 +10,19 @@ from dataclasses import dataclass, field, fields, replace
 
 from app.nodes import backends, follow_other_nodes
 from app.settings import Settings
-from engine.hub import Hub
-from engine.recognizer import RecognizerConfig
+from engine import languages
+from engine.delivery.hub import Hub
+from engine.recognition.recognizer import RecognizerConfig
+from engine.recognition.vad import SileroModel
 from engine.registry import SessionRegistry
 from engine.session import Pipeline, Session
-from engine.speech import SessionSpeaker, Synthesizer
-from engine.store import SessionStore
+from engine.speech.speaker import SessionSpeaker, Synthesizer
+from engine.store.base import SessionStore
 from engine.telemetry import NullObserver, Observer
-from engine.translation import TargetPlan, Translators, whisper_translate
-from engine.translation_routes import RouteTable
-from engine.translation_session import SessionTranslator
-from engine.vad import SileroModel
+from engine.translation.backends import TargetPlan, Translators, whisper_translate
+from engine.translation.routes import RouteTable
+from engine.translation.stage import SessionTranslator
 from engine.workers import Workers
-from models import languages
 from models.apertium import available_routes
 from models.catalog import resolve_whisper, silero_vad_path
 from models.voices import VoiceBank, voice_plan

@@ -48,11 +48,11 @@ from app.webrtc_media import (
     drain_track,
     read_presenter_track,
 )
+from engine import languages
+from engine.delivery.hub import Hub, ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.events import StateChange, to_json
-from engine.hub import Hub, ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.session import PresenterStream, Session, StreamError
-from engine.store import verify_token
-from models import languages
+from engine.store.base import verify_token
 
 log = logging.getLogger(__name__)
 

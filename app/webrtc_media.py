@@ -23,8 +23,8 @@ import av
 import numpy as np
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from engine.delivery.hub import ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.events import SpeechAudio, StateChange
-from engine.hub import ListenerTooSlow, Subscription, SubscriptionClosed
 
 log = logging.getLogger(__name__)
 

@@ -30,11 +30,11 @@ from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, default_wavs, load_recording, resolve_wavs
 from bench.reference import DecodeSettings, cached_decode, timed_reference
 from bench.textnorm import normalise_words
-from engine.asr import DecodeOptions, Transcriber
 from engine.audio import SAMPLE_RATE, decode_pcm16
 from engine.events import Caption, Word
-from engine.recognizer import RecognizerConfig, StreamingRecognizer
-from engine.vad import SileroModel, StreamingVad
+from engine.recognition.asr import DecodeOptions, Transcriber
+from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.recognition.vad import SileroModel, StreamingVad
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
 from models.whisper import FasterWhisperTranscriber

@@ -489,7 +489,6 @@ def settle(page: Page, quiet_s: float = 6.0, limit_s: float = 90.0) -> dict[str,
 def test_real_speech_reaches_the_listener_who_asked(
     listener_browser: Browser, live_server: str, artifacts_dir: Path
 ) -> None:
-    pytest.importorskip("engine.speech", reason="the server's speech stage is not there yet")
     # Spanish (Apertium) spoken by espeak-ng: only translations are spoken.
     session = create_session(live_server, title="Sonnet, spoken", target_languages=["es"])
     code = session["code"]

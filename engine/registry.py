@@ -6,9 +6,9 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
-from engine.hub import Hub
+from engine.delivery.hub import Hub
 from engine.session import Pipeline, Session
-from engine.store import (
+from engine.store.base import (
     CodeTaken,
     SessionRecord,
     SessionStore,

@@ -17,15 +17,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from engine.audio import SAMPLE_RATE, AudioFormatError, StreamResampler, decode_pcm16
+from engine.delivery.hub import Hub
 from engine.events import Caption, ErrorEvent, Event, SessionState, StateChange
-from engine.hub import Hub
-from engine.language_id import DetectingRecognizer
-from engine.recognizer import RecognizerConfig, StreamingRecognizer
-from engine.speech import SessionSpeaker
-from engine.store import SessionRecord, SessionStore
+from engine.recognition.language_id import DetectingRecognizer
+from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.recognition.vad import SileroModel, StreamingVad
+from engine.speech.speaker import SessionSpeaker
+from engine.store.base import SessionRecord, SessionStore
 from engine.telemetry import NullObserver, Observer
-from engine.translation_session import SessionTranslator
-from engine.vad import SileroModel, StreamingVad
+from engine.translation.stage import SessionTranslator
 from engine.workers import Saturated, WorkerPool
 
 log = logging.getLogger(__name__)

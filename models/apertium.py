@@ -32,7 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from models import languages
+from engine import languages
 from models.catalog import ModelError
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ path of its directory. The tokenizer comes from files in that directory, never f
   --copy_files source.spm target.spm``); a multi-target model's ``>>xx<<`` token is added;
 - NLLB / M2M100: ``sentencepiece.bpe.model`` (or ``spm.model``); the source starts with the
   source language token and the target with the target language token (NLLB: the FLORES-200
-  code from :mod:`models.languages`, ``spa_Latn``; M2M100: ``__es__``);
+  code from :mod:`engine.languages`, ``spa_Latn``; M2M100: ``__es__``);
 - otherwise a Hugging Face ``tokenizer.json`` / ``tokenizer_config.json``, read with
   ``transformers.AutoTokenizer`` (``pip install transformers``).
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from models import languages
+from engine import languages
 from models.apertium import split_sentences
 from models.catalog import ModelError
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models import languages
+from engine import languages
 from models.catalog import ModelError, _package_dir, _read_sha256sums, verify_files
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.asr import DecodeOptions
+from engine import languages
 from engine.audio import SAMPLE_RATE, Samples
 from engine.events import Word
-from models import languages
+from engine.recognition.asr import DecodeOptions
 from models.catalog import ModelError, ResolvedWhisper
 
 log = logging.getLogger(__name__)

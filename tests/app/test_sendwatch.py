@@ -10,8 +10,8 @@ from starlette.websockets import WebSocketState
 
 from app.listen import _send_events
 from app.sendwatch import SendWatch
+from engine.delivery.hub import InMemoryHub
 from engine.events import Caption
-from engine.hub import InMemoryHub
 
 
 class FakeSocket:

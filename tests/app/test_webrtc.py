@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -34,10 +33,10 @@ from app.settings import Settings
 from app.webrtc_media import FRAME_SAMPLES, OUT_RATE, SpeechTrack
 from bench.recordings import load_recording
 from bench.webrtc_replay import PcmTrack, connect, new_peer, post_offer, present_webrtc
-from engine.asr import DecodeOptions
 from engine.audio import Samples
+from engine.delivery.hub import InMemoryHub
 from engine.events import SpeechAudio, Word
-from engine.hub import InMemoryHub
+from engine.recognition.asr import DecodeOptions
 from engine.session import StreamLimits
 from tests.support import (
     EVAL,
@@ -309,7 +308,7 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
 
 
 async def test_shutdown_finalises_a_live_webrtc_stream(tmp_path: Path) -> None:
-    from engine.store import SqliteSessionStore
+    from engine.store.base import SqliteSessionStore
 
     async with in_process_server(tmp_path) as server:
         session = await new_session(server.url)
@@ -425,12 +424,10 @@ async def test_real_recording_over_webrtc_meets_the_websocket_wer_bound(
     assert normalise_for_wer(stored) == normalise_for_wer(text)
 
 
-SPEECH_STAGE = importlib.util.find_spec("engine.speech") is not None
 SPANISH = EVAL / "asr_short" / "es" / "mls_es_13697_11991_000000.wav"
 
 
 @pytest.mark.model
-@pytest.mark.skipif(not SPEECH_STAGE, reason="the speech stage (engine.speech) is not present")
 async def test_listener_hears_a_final_translation_that_transcribes_back(
     server: ServerProcess,
 ) -> None:

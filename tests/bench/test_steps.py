@@ -10,10 +10,10 @@ import pytest
 
 from bench.recordings import EVAL_LONGFORM_EN, load_recording
 from bench.steps import SAMPLE_RATE, TimedTranscriber, config_with, step_through
-from engine.asr import DecodeOptions
 from engine.audio import Samples
 from engine.events import Word
-from engine.vad import SileroModel
+from engine.recognition.asr import DecodeOptions
+from engine.recognition.vad import SileroModel
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
 from models.whisper import FasterWhisperTranscriber

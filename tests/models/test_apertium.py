@@ -18,7 +18,7 @@ import sacrebleu
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models import languages
+from engine import languages
 from models.apertium import (
     MAX_REQUEST_CHARS,
     ApertiumError,

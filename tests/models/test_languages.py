@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from faster_whisper.tokenizer import _LANGUAGE_CODES as WHISPER_CODES
 
-from models import languages
-from models.languages import Language, UnknownLanguage
+from engine import languages
+from engine.languages import Language, UnknownLanguage
 from tests.support import EVAL
 
 FLORES_DIR = EVAL / "mt_text" / "flores200_devtest"

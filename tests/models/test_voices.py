@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from bench.textnorm import normalise
-from engine.asr import DecodeOptions
 from engine.audio import StreamResampler
+from engine.recognition.asr import DecodeOptions
 from models.catalog import ChecksumMismatch, ModelError, resolve_whisper
 from models.voices import JOE_FILES, VoiceBank, joe_voice_path, load_voice, voice_plan
 from models.whisper import FasterWhisperTranscriber

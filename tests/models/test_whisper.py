@@ -12,8 +12,8 @@ import pytest
 from bench.alignment import word_errors
 from bench.recordings import EVAL_LONGFORM_EN
 from bench.textnorm import normalise_words
-from engine.asr import DecodeOptions
 from engine.events import Word
+from engine.recognition.asr import DecodeOptions
 from models.catalog import resolve_whisper
 from models.whisper import FasterWhisperTranscriber
 

@@ -19,9 +19,9 @@ from websockets.exceptions import ConnectionClosed
 
 from app.main import create_app
 from app.settings import Settings
-from engine.asr import DecodeOptions
 from engine.audio import Samples
 from engine.events import Word
+from engine.recognition.asr import DecodeOptions
 from engine.session import StreamLimits
 from tests.support import (
     LONGFORM_EN,

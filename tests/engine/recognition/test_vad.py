@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.vad import WINDOW_SECONDS, SpeechTrack
+from engine.recognition.vad import WINDOW_SECONDS, SpeechTrack
 
 
 def track(pattern: str) -> SpeechTrack:

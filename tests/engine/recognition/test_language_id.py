@@ -11,7 +11,7 @@ import pytest
 
 from bench.talk import speech_start
 from engine.audio import SAMPLE_RATE
-from engine.language_id import DetectingRecognizer
+from engine.recognition.language_id import DetectingRecognizer
 from tests.support import EVAL, read_wav
 
 

@@ -23,8 +23,8 @@ import numpy as np
 
 from engine.audio import SAMPLE_RATE
 from engine.events import Caption
-from engine.recognizer import StreamingRecognizer
-from engine.vad import WINDOW
+from engine.recognition.recognizer import StreamingRecognizer
+from engine.recognition.vad import WINDOW
 
 log = logging.getLogger(__name__)
 

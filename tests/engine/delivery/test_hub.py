@@ -6,14 +6,14 @@ import asyncio
 
 import pytest
 
-from engine.events import Caption, StateChange
-from engine.hub import (
+from engine.delivery.hub import (
     InMemoryHub,
     ListenerQueue,
     ListenerTooSlow,
     Subscription,
     SubscriptionClosed,
 )
+from engine.events import Caption, StateChange
 
 
 def cap(

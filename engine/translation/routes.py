@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from models import languages
+from engine import languages
 from models.catalog import ModelError
 
 log = logging.getLogger(__name__)

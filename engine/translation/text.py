@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from models import languages
+from engine import languages
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,11 @@ Draft-then-refine, as for recognition: each draft update of a segment is transla
   worker thread; adapters for Apertium (:class:`ApertiumBackend`) and CTranslate2
   (:class:`models.ct2_translator.CT2Translator`); Whisper-translate finals come from the
   segment's audio through :func:`whisper_translate`.
-- :mod:`engine.translation_routes`: which backend serves which pair (:class:`RouteTable`).
+- :mod:`engine.translation.routes`: which backend serves which pair (:class:`RouteTable`).
 - :class:`Translators` (this module): loads each backend once per process, gives each its own
   bounded :class:`WorkerPool`, and builds the :class:`TargetPlan` of a route.
-- :mod:`engine.translation_session`: :class:`SessionTranslator`, one per session.
-- :mod:`engine.translation_text`: stabilisation of drafts and the glossary (pure).
+- :mod:`engine.translation.stage`: :class:`SessionTranslator`, one per session.
+- :mod:`engine.translation.text`: stabilisation of drafts and the glossary (pure).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Protocol
 
 import numpy as np
 
-from engine.asr import DecodeOptions, Transcriber
-from engine.policy import guard_repetitions, join_words
-from engine.translation_routes import Backend, Route
+from engine.recognition.asr import DecodeOptions, Transcriber
+from engine.recognition.policy import guard_repetitions, join_words
+from engine.translation.routes import Backend, Route
 from engine.workers import WorkerPool, Workers
 from models.apertium import ApertiumTranslator
 from models.ct2_translator import CT2Model

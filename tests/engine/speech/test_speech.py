@@ -8,7 +8,7 @@ import time
 import pytest
 
 from engine.events import Caption, ErrorEvent, Event, SpeechAudio
-from engine.speech import LanguageSpeaker, PaceConfig, SessionSpeaker, speech_pieces
+from engine.speech.speaker import LanguageSpeaker, PaceConfig, SessionSpeaker, speech_pieces
 
 RATE = 8000
 

@@ -3,7 +3,7 @@
 With several processes or machines (``REDIS_URL``), any node may be asked about any session:
 a listener's node loads the record the presenter's node created, and a transcript download
 reads finals another node wrote. This store keeps them in the same Redis as the hub's
-streams (key layout in :mod:`engine.redis_keys`), so one server holds everything, and the
+streams (key layout in :mod:`engine.delivery.redis_keys`), so one server holds everything, and the
 hub writes each final into the same sorted set in the same atomic step that numbers and
 streams it (a final is durable before any node can deliver it).
 
@@ -28,9 +28,9 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from engine.delivery.redis_keys import SESSION_PARTS, SESSIONS_INDEX, id_key, session_key
 from engine.events import Caption, SessionState
-from engine.redis_keys import SESSION_PARTS, SESSIONS_INDEX, id_key, session_key
-from engine.store import (
+from engine.store.base import (
     SESSION_STATES,
     CodeTaken,
     SessionExists,

@@ -1,7 +1,7 @@
 """The session hub on Redis: several processes or machines serve one session together.
 
 Any node may hold the presenter (recognition, translation and speech run there) and any
-node may hold listeners. Per session, Redis keeps (layout in :mod:`engine.redis_keys`):
+node may hold listeners. Per session, Redis keeps (layout in :mod:`engine.delivery.redis_keys`):
 
 - one **event stream** (``XADD`` with an approximate ``MAXLEN``): every caption, state and
   error event, entry id ``<seq>-0``; spoken-translation audio goes to a second, shorter
@@ -27,9 +27,9 @@ has open, from the last entry it delivered. Each entry goes into the node's
 event once. The emitting node delivers its own events through the same read, in order.
 Audio entries are offered only to subscribers present when they arrive, never backfilled.
 
-Overflow policies: listener queues as in :mod:`engine.hub`; the streams are trimmed to about
-``stream_maxlen`` / ``audio_maxlen`` entries (finals stay in the finals set for backfill and
-transcripts, so trimming loses only old drafts and states).
+Overflow policies: listener queues as in :mod:`engine.delivery.hub`; the streams are trimmed
+to about ``stream_maxlen`` / ``audio_maxlen`` entries (finals stay in the finals set for
+backfill and transcripts, so trimming loses only old drafts and states).
 
 Redis unavailable (reconnect policy): the reader and the audience task retry with
 exponential backoff (0.05 s doubling to 2 s, jittered) and resume from their cursors, so
@@ -58,6 +58,8 @@ import redis.asyncio as aioredis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from engine.delivery.hub import InMemoryHub, Persist, Subscription, presenter_first
+from engine.delivery.redis_keys import Backoff, code_of, session_key
 from engine.events import (
     Caption,
     Event,
@@ -68,9 +70,7 @@ from engine.events import (
     to_dict,
     with_seq,
 )
-from engine.hub import InMemoryHub, Persist, Subscription, presenter_first
-from engine.redis_keys import Backoff, code_of, session_key
-from engine.redis_store import final_body
+from engine.store.redis import final_body
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.redis_store import RedisSessionStore
-from tests.engine.test_store import (  # noqa: F401  (collected here, run on Redis)
+from engine.store.redis import RedisSessionStore
+from tests.engine.store.test_store import (  # noqa: F401  (collected here, run on Redis)
     final,
     make_record,
     test_append_final_is_idempotent_on_seq,

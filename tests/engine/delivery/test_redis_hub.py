@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from engine.delivery.hub import Subscription
+from engine.delivery.redis import RedisHub, RedisHubConfig
 from engine.events import Caption, Event, SpeechAudio, StateChange
-from engine.hub import Subscription
-from engine.redis_hub import RedisHub, RedisHubConfig
-from engine.redis_store import RedisSessionStore
-from tests.engine.test_store import make_record
+from engine.store.redis import RedisSessionStore
+from tests.engine.store.test_store import make_record
 from tests.support import RedisServer
 
 CODE = "ABC234"

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.asr import DecodeOptions
 from engine.audio import SAMPLE_RATE
 from engine.events import Caption, Word
-from engine.recognizer import RecognizerConfig, StreamingRecognizer
-from engine.vad import WINDOW
+from engine.recognition.asr import DecodeOptions
+from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.recognition.vad import WINDOW
 
 SCRIPT = [
     # sentence one, then a pause from 2.6 s to 3.6 s, then sentence two

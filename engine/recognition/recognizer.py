@@ -29,10 +29,10 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from engine.asr import DecodeOptions, Transcriber
 from engine.audio import AudioBuffer, Samples
 from engine.events import Caption, Word
-from engine.policy import (
+from engine.recognition.asr import DecodeOptions, Transcriber
+from engine.recognition.policy import (
     LocalAgreement,
     anchor_to_hint,
     guard_repetitions,
@@ -40,7 +40,7 @@ from engine.policy import (
     join_words,
     word_key,
 )
-from engine.vad import SpeechTrack, StreamingVad
+from engine.recognition.vad import SpeechTrack, StreamingVad
 
 T = TypeVar("T")
 

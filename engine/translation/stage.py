@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine import languages
 from engine.events import Caption, ErrorEvent, Event
-from engine.translation import PooledTranslator, TargetPlan, WhisperTranslate
-from engine.translation_text import Glossary, Terms, stabilise
+from engine.translation.backends import PooledTranslator, TargetPlan, WhisperTranslate
+from engine.translation.text import Glossary, Terms, stabilise
 from engine.workers import Saturated
-from models import languages
 
 log = logging.getLogger(__name__)
 

@@ -14,18 +14,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.asr import DecodeOptions
 from engine.events import Caption, ErrorEvent, Event, Word
-from engine.translation import (
+from engine.recognition.asr import DecodeOptions
+from engine.translation.backends import (
     ApertiumBackend,
     PooledTranslator,
     TargetPlan,
     Translators,
     whisper_translate,
 )
-from engine.translation_routes import Backend, Route, RouteTable, whisper_sources
-from engine.translation_session import SessionTranslator, TranslationConfig
-from engine.translation_text import PLACEHOLDER_BASE, Glossary, Terms, stabilise
+from engine.translation.routes import Backend, Route, RouteTable, whisper_sources
+from engine.translation.stage import SessionTranslator, TranslationConfig
+from engine.translation.text import PLACEHOLDER_BASE, Glossary, Terms, stabilise
 from engine.workers import WorkerPool, Workers
 from tests.support import EVAL, read_wav
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.events import Caption
-from engine.store import (
+from engine.store.base import (
     CODE_ALPHABET,
     SCHEMA_VERSION,
     CodeTaken,
@@ -32,7 +32,7 @@ from engine.store import (
     verify_token,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def make_record(
@@ -296,7 +296,7 @@ CHILD_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     from engine.events import Caption
-    from engine.store import SessionRecord, SqliteSessionStore, hash_token
+    from engine.store.base import SessionRecord, SqliteSessionStore, hash_token
 
     store = SqliteSessionStore(sys.argv[1])
     store.create(SessionRecord(id="crash", code="KILL99", title="t", source_language="en",

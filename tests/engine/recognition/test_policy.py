@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.events import Word
-from engine.policy import (
+from engine.recognition.policy import (
     LocalAgreement,
     anchor_to_hint,
     guard_repetitions,
