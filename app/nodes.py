@@ -8,7 +8,8 @@ from app.settings import Settings
 from engine.delivery.hub import Hub, InMemoryHub
 from engine.events import SessionState
 from engine.registry import SessionRegistry
-from engine.store.base import SessionStore, SqliteSessionStore
+from engine.store.base import SessionStore
+from engine.store.sqlite import SqliteSessionStore
 
 
 def backends(settings: Settings) -> tuple[SessionStore, Hub]:

@@ -13,7 +13,6 @@ from app.settings import Settings
 from engine import languages
 from engine.delivery.hub import Hub
 from engine.recognition.recognizer import RecognizerConfig
-from engine.recognition.vad import SileroModel
 from engine.registry import SessionRegistry
 from engine.session import Pipeline, Session
 from engine.speech.speaker import SessionSpeaker, Synthesizer
@@ -25,6 +24,7 @@ from engine.translation.stage import SessionTranslator
 from engine.workers import Workers
 from models.apertium import available_routes
 from models.catalog import resolve_whisper, silero_vad_path
+from models.silero import SileroModel
 from models.voices import VoiceBank, voice_plan
 from models.whisper import FasterWhisperTranscriber
 

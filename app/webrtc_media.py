@@ -123,10 +123,6 @@ class SpeechTrack(MediaStreamTrack):
     def start(self) -> None:
         self._reader = asyncio.create_task(self._read(), name=f"speech-{self.lang}")
 
-    @property
-    def queued_seconds(self) -> float:
-        return len(self._queued) / 2 / OUT_RATE
-
     def add(self, event: SpeechAudio) -> None:
         """Queue one chunk of speech (resampled to 48 kHz) behind what is waiting."""
         resampler = self._resamplers.get(event.sample_rate)

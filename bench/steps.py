@@ -34,9 +34,10 @@ from engine.audio import SAMPLE_RATE, decode_pcm16
 from engine.events import Caption, Word
 from engine.recognition.asr import DecodeOptions, Transcriber
 from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
-from engine.recognition.vad import SileroModel, StreamingVad
+from engine.recognition.vad import StreamingVad
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
+from models.silero import SileroModel
 from models.whisper import FasterWhisperTranscriber
 
 

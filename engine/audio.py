@@ -22,11 +22,6 @@ def decode_pcm16(data: bytes) -> Samples:
     return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
 
 
-def encode_pcm16(samples: Samples) -> bytes:
-    clipped = np.clip(samples, -1.0, 32767 / 32768)
-    return (clipped * 32768.0).astype("<i2").tobytes()
-
-
 def _lowpass_kernel(cutoff: float, taps: int = 63) -> Samples:
     """Windowed-sinc low-pass; ``cutoff`` is a fraction of the input rate (0 < cutoff < 0.5)."""
     n = np.arange(taps) - (taps - 1) / 2

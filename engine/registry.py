@@ -15,7 +15,7 @@ from engine.store.base import (
     hash_token,
     new_code,
     new_token,
-    normalize_code,
+    normalise_code,
 )
 
 
@@ -78,7 +78,7 @@ class SessionRegistry:
         """The session for a join code, loading it (and its finals) from the store if this
         process has not seen it since it started."""
         try:
-            code = normalize_code(code)
+            code = normalise_code(code)
         except ValueError:
             return None
         session = self._sessions.get(code)

@@ -208,11 +208,6 @@ class Session:
         for translator in list(self.translators.values()):
             await translator.drain()
 
-    async def drain_speech(self) -> None:
-        """Wait until every final published so far has been spoken (or skipped)."""
-        if self.speaker is not None:
-            await self.speaker.drain()
-
     async def close(self) -> None:
         """Stop the session's stages (shutdown, or the session is forgotten)."""
         for translator in list(self.translators.values()):

@@ -209,10 +209,6 @@ class VoiceBank:
     def languages(self) -> frozenset[str]:
         return frozenset(self.plan)
 
-    def voice_name(self, lang: str) -> str | None:
-        spec = self.plan.get(lang)
-        return None if spec is None else spec.name
-
     def load(self, lang: str) -> PiperSynthesizer | EspeakSynthesizer | None:
         """The loaded voice for ``lang`` (None if none speaks it); blocking, thread-safe."""
         spec = self.plan.get(lang)

@@ -40,7 +40,7 @@ from engine.recognition.policy import (
     join_words,
     word_key,
 )
-from engine.recognition.vad import SpeechTrack, StreamingVad
+from engine.recognition.vad import SpeechTimeline, StreamingVad
 
 T = TypeVar("T")
 
@@ -169,7 +169,7 @@ class StreamingRecognizer:
         self._run = run
         self._next_segment = next_segment
         self._buffer = AudioBuffer(start_time)
-        self._speech = SpeechTrack(self._buffer.origin, self.config.speech_threshold)
+        self._speech = SpeechTimeline(self._buffer.origin, self.config.speech_threshold)
         self._scored_until = self._buffer.origin
         """How much audio the VAD has been given: it keeps the part of a window it has not
         scored yet, so that part must not be given again."""

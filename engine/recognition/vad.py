@@ -1,4 +1,4 @@
-"""Streaming voice activity detection with Silero VAD v6 (ONNX).
+"""Streaming voice activity detection (Silero VAD v6 by default: models/silero.py).
 
 The model scores 512-sample windows (32 ms at 16 kHz), each seen with the 64 samples before
 it, and carries a recurrent state between calls; :class:`StreamingVad` keeps that state so a
@@ -8,8 +8,7 @@ run in the worker thread of the ASR step, never on the event loop.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
@@ -20,31 +19,23 @@ CONTEXT = 64
 WINDOW_SECONDS = WINDOW / SAMPLE_RATE
 
 
-class SileroModel:
-    """The shared ONNX session; stateless, so every stream can use one instance."""
-
-    def __init__(self, path: Path) -> None:
-        import onnxruntime
-
-        opts = onnxruntime.SessionOptions()
-        opts.inter_op_num_threads = 1
-        opts.intra_op_num_threads = 1
-        opts.log_severity_level = 4
-        self._session: Any = onnxruntime.InferenceSession(
-            str(path), providers=["CPUExecutionProvider"], sess_options=opts
-        )
+class VadModel(Protocol):
+    """A voice activity model: speech probabilities of whole windows, carrying a recurrent
+    state. Stateless itself, so every stream can share one instance; blocking (run it in
+    the ASR pool). The Silero adapter is :class:`models.silero.SileroModel`."""
 
     def run(
         self, windows: np.ndarray, h: np.ndarray, c: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        probs, h, c = self._session.run(None, {"input": windows, "h": h, "c": c})
-        return np.asarray(probs).reshape(-1), h, c
+        """Probabilities (one per row of ``windows``: ``CONTEXT + WINDOW`` samples) and the
+        new state ``(h, c)``."""
+        ...
 
 
 class StreamingVad:
     """Speech probabilities for consecutive 32 ms windows of one stream."""
 
-    def __init__(self, model: SileroModel) -> None:
+    def __init__(self, model: VadModel) -> None:
         self._model = model
         self._h = np.zeros((1, 1, 128), dtype=np.float32)
         self._c = np.zeros((1, 1, 128), dtype=np.float32)
@@ -76,7 +67,7 @@ def _windows(seconds: float) -> float:
     return float(np.ceil(seconds / WINDOW_SECONDS - 1e-9))
 
 
-class SpeechTrack:
+class SpeechTimeline:
     """Which 32 ms windows of a stream held speech, addressed by absolute time.
 
     Pure bookkeeping over the VAD's output, so a step that covers several pauses (a slow

@@ -10,7 +10,7 @@ streams it (a final is durable before any node can deliver it).
 Durability is Redis's: run it with ``appendonly yes`` (the tests use ``appendfsync always``;
 ``everysec`` may lose the last second on a power loss, not on a Redis restart).
 
-Synchronous like :class:`engine.store.SqliteSessionStore`: callers on the event loop go
+Synchronous like :class:`engine.store.sqlite.SqliteSessionStore`: callers on the event loop go
 through the ``store`` worker pool. Reconnect policy: redis-py retries each command on a
 connection error or timeout up to ``retries`` times, waiting 0.1 s doubling to 2 s (about
 15 s in all, enough for a Redis restart); after that the error reaches the caller (an HTTP
@@ -36,7 +36,7 @@ from engine.store.base import (
     SessionExists,
     SessionRecord,
     UnknownSession,
-    normalize_code,
+    normalise_code,
 )
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class RedisSessionStore:
         """Store a new session; :class:`CodeTaken` or :class:`SessionExists` on a clash."""
         if record.state not in SESSION_STATES:
             raise ValueError(f"unknown session state {record.state!r}")
-        code = normalize_code(record.code)
+        code = normalise_code(record.code)
         fields: dict[str, str] = {
             "id": record.id,
             "code": code,
@@ -163,7 +163,7 @@ class RedisSessionStore:
     def get(self, code: str) -> SessionRecord | None:
         """The session with this code (any case), or ``None``."""
         raw = cast(
-            Mapping[bytes, bytes], self._redis.hgetall(session_key(normalize_code(code), "rec"))
+            Mapping[bytes, bytes], self._redis.hgetall(session_key(normalise_code(code), "rec"))
         )
         if not raw:
             return None
@@ -189,7 +189,7 @@ class RedisSessionStore:
         """Record the session's new state; ``ended`` sets ``ended_at`` to ``at`` (first wins)."""
         if state not in SESSION_STATES:
             raise ValueError(f"unknown session state {state!r}")
-        norm = normalize_code(code)
+        norm = normalise_code(code)
         keys = [session_key(norm, "rec"), SESSIONS_INDEX]
         if self._set_state(keys=keys, args=[norm, state, repr(float(at))]) == 0:
             raise UnknownSession(f"no session with code {norm!r}")
@@ -200,21 +200,21 @@ class RedisSessionStore:
             raise ValueError("only final captions are stored")
         if caption.seq <= 0:
             raise ValueError("caption has no seq: append it to the session log first")
-        norm = normalize_code(code)
+        norm = normalise_code(code)
         keys = [session_key(norm, "rec"), session_key(norm, "finals")]
         if self._append_final(keys=keys, args=[caption.seq, final_member(caption)]) == 0:
             raise UnknownSession(f"no session with code {norm!r}")
 
     def finals(self, code: str, lang: str | None = None, since_seq: int = 0) -> list[Caption]:
         """Finals with ``seq > since_seq``, of ``lang`` if given, ordered by ``seq``."""
-        key = session_key(normalize_code(code), "finals")
+        key = session_key(normalise_code(code), "finals")
         members = cast(list[bytes], self._redis.zrangebyscore(key, f"({since_seq}", "+inf"))
         captions = [parse_final(m) for m in members]
         return [c for c in captions if lang is None or c.lang == lang]
 
     def last_seq(self, code: str) -> int:
         """The highest stored ``seq`` of the session's finals, 0 when none."""
-        key = session_key(normalize_code(code), "finals")
+        key = session_key(normalise_code(code), "finals")
         top = cast(list[Any], self._redis.zrevrange(key, 0, 0, withscores=True))
         return int(top[0][1]) if top else 0
 

@@ -308,7 +308,7 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
 
 
 async def test_shutdown_finalises_a_live_webrtc_stream(tmp_path: Path) -> None:
-    from engine.store.base import SqliteSessionStore
+    from engine.store.sqlite import SqliteSessionStore
 
     async with in_process_server(tmp_path) as server:
         session = await new_session(server.url)

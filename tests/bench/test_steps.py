@@ -13,9 +13,9 @@ from bench.steps import SAMPLE_RATE, TimedTranscriber, config_with, step_through
 from engine.audio import Samples
 from engine.events import Word
 from engine.recognition.asr import DecodeOptions
-from engine.recognition.vad import SileroModel
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
+from models.silero import SileroModel
 from models.whisper import FasterWhisperTranscriber
 
 SONNET = EVAL_LONGFORM_EN / "librivox_shakespeare_sonnet_001.wav"

@@ -1,15 +1,15 @@
-"""SpeechTrack: where pauses fall in the VAD's output (pure bookkeeping, no model)."""
+"""SpeechTimeline: where pauses fall in the VAD's output (pure bookkeeping, no model)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from engine.recognition.vad import WINDOW_SECONDS, SpeechTrack
+from engine.recognition.vad import WINDOW_SECONDS, SpeechTimeline
 
 
-def track(pattern: str) -> SpeechTrack:
+def track(pattern: str) -> SpeechTimeline:
     """One character per 32 ms window: ``#`` speech, ``.`` silence."""
-    speech = SpeechTrack(0.0)
+    speech = SpeechTimeline(0.0)
     speech.extend(np.array([1.0 if c == "#" else 0.0 for c in pattern], dtype=np.float32))
     return speech
 

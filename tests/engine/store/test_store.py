@@ -18,19 +18,18 @@ import pytest
 from engine.events import Caption
 from engine.store.base import (
     CODE_ALPHABET,
-    SCHEMA_VERSION,
     CodeTaken,
     SchemaTooNew,
     SessionExists,
     SessionRecord,
     SessionStore,
-    SqliteSessionStore,
     UnknownSession,
     hash_token,
     new_code,
     new_token,
     verify_token,
 )
+from engine.store.sqlite import SCHEMA_VERSION, SqliteSessionStore
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -296,7 +295,8 @@ CHILD_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     from engine.events import Caption
-    from engine.store.base import SessionRecord, SqliteSessionStore, hash_token
+    from engine.store.base import SessionRecord, hash_token
+    from engine.store.sqlite import SqliteSessionStore
 
     store = SqliteSessionStore(sys.argv[1])
     store.create(SessionRecord(id="crash", code="KILL99", title="t", source_language="en",

@@ -1,0 +1,304 @@
+"""The one-machine session store: :class:`SqliteSessionStore` in one SQLite file.
+
+It is synchronous: callers on the event loop reach it through the project's thread-crossing
+module (engine/workers.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+from engine.events import Caption, SessionState
+from engine.store.base import (
+    SESSION_STATES,
+    CodeTaken,
+    SchemaTooNew,
+    SessionExists,
+    SessionRecord,
+    UnknownSession,
+    normalise_code,
+)
+
+_T = TypeVar("_T")
+
+
+# Schema migrations: MIGRATIONS[n] brings a database from user_version n to n + 1.
+# Append new entries; never edit one that has shipped.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            code TEXT NOT NULL UNIQUE,
+            title TEXT NOT NULL,
+            source_language TEXT NOT NULL,
+            target_languages TEXT NOT NULL,
+            token_hash TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('waiting', 'live', 'ended')),
+            created_at REAL NOT NULL,
+            ended_at REAL
+        )
+        """,
+        """
+        CREATE TABLE finals (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            segment INTEGER NOT NULL,
+            lang TEXT NOT NULL,
+            source INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            start REAL NOT NULL,
+            "end" REAL NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX finals_by_lang ON finals (session_id, lang, seq)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_SESSION_COLUMNS = (
+    "id, code, title, source_language, target_languages, token_hash, state, created_at, ended_at"
+)
+
+
+class SqliteSessionStore:
+    """:class:`SessionStore` in one SQLite file (or ``":memory:"``).
+
+    Thread-safe: one connection shared under a lock (SQLite serialises writers anyway, and
+    each call is short). Durability: WAL journal with ``synchronous=NORMAL``; every write is
+    committed before its method returns, so it survives the process being killed (the WAL
+    write is in the OS page cache). Only a power loss or OS crash can drop the last commits;
+    pass ``synchronous="FULL"`` where that matters more than write speed.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        busy_timeout: float = 5.0,
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={synchronous}")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _migrate(self) -> None:
+        version = self._user_version()
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"database schema version {version} is newer than this program's "
+                f"({SCHEMA_VERSION}); upgrade the program"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        # BEGIN IMMEDIATE takes the write lock, so two processes opening a new file at once
+        # migrate it once: the second re-reads the version inside its transaction.
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._user_version()
+            for statements in MIGRATIONS[version:]:
+                for statement in statements:
+                    self._conn.execute(statement)
+            # PRAGMA takes no parameters; SCHEMA_VERSION is an int constant.
+            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION:d}")
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    def _user_version(self) -> int:
+        row = self._conn.execute("PRAGMA user_version").fetchone()
+        return int(row[0])
+
+    def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        with self._lock:
+            return work(self._conn)
+
+    def create(self, record: SessionRecord) -> None:
+        """Store a new session; :class:`CodeTaken` or :class:`SessionExists` on a clash."""
+        if record.state not in SESSION_STATES:
+            raise ValueError(f"unknown session state {record.state!r}")
+        values = (
+            record.id,
+            normalise_code(record.code),
+            record.title,
+            record.source_language,
+            json.dumps(list(record.target_languages)),
+            record.token_hash,
+            record.state,
+            record.created_at,
+            record.ended_at,
+        )
+
+        def work(conn: sqlite3.Connection) -> None:
+            try:
+                conn.execute(
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    values,
+                )
+            except sqlite3.IntegrityError as exc:
+                # SQLite names the violated constraint: "UNIQUE constraint failed: sessions.id".
+                if str(exc).endswith("sessions.id"):
+                    raise SessionExists(f"session id {record.id!r} is already stored") from exc
+                if str(exc).endswith("sessions.code"):
+                    raise CodeTaken(f"session code {values[1]!r} is in use") from exc
+                raise
+
+        self._run(work)
+
+    def get(self, code: str) -> SessionRecord | None:
+        """The session with this code (any case), or ``None``."""
+        return self._fetch_session("code", normalise_code(code))
+
+    def get_by_id(self, session_id: str) -> SessionRecord | None:
+        """The session with this id, or ``None``."""
+        return self._fetch_session("id", session_id)
+
+    def _fetch_session(self, column: str, value: str) -> SessionRecord | None:
+        query = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {column} = ?"
+        row = self._run(lambda conn: conn.execute(query, (value,)).fetchone())
+        if row is None:
+            return None
+        return SessionRecord(
+            id=row[0],
+            code=row[1],
+            title=row[2],
+            source_language=row[3],
+            target_languages=tuple(json.loads(row[4])),
+            token_hash=row[5],
+            state=row[6],
+            created_at=row[7],
+            ended_at=row[8],
+        )
+
+    def set_state(self, code: str, state: SessionState, at: float) -> None:
+        """Record the session's new state; ``ended`` sets ``ended_at`` to ``at`` (first wins)."""
+        if state not in SESSION_STATES:
+            raise ValueError(f"unknown session state {state!r}")
+        query = (
+            "UPDATE sessions SET state = ?, ended_at = CASE WHEN ? = 'ended' "
+            "THEN coalesce(ended_at, ?) ELSE NULL END WHERE code = ?"
+        )
+        norm = normalise_code(code)
+        changed = self._run(lambda conn: conn.execute(query, (state, state, at, norm)).rowcount)
+        if changed == 0:
+            raise UnknownSession(f"no session with code {norm!r}")
+
+    def append_final(self, code: str, caption: Caption) -> None:
+        """Store a final caption numbered by the session log.
+
+        Idempotent on ``(code, caption.seq)``: the first caption stored under a ``seq`` stays
+        (a replay after a restart may append again). The draft-only field ``stable`` is not kept.
+        """
+        if not caption.is_final:
+            raise ValueError("only final captions are stored")
+        if caption.seq <= 0:
+            raise ValueError("caption has no seq: append it to the session log first")
+        norm = normalise_code(code)
+        query = (
+            "INSERT OR IGNORE INTO finals "
+            '(session_id, seq, segment, lang, source, text, start, "end") '
+            "SELECT id, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE code = ?"
+        )
+        values = (
+            caption.seq,
+            caption.segment,
+            caption.lang,
+            int(caption.source),
+            caption.text,
+            caption.start,
+            caption.end,
+            norm,
+        )
+
+        def work(conn: sqlite3.Connection) -> None:
+            if (
+                conn.execute(query, values).rowcount == 0
+                and not conn.execute("SELECT 1 FROM sessions WHERE code = ?", (norm,)).fetchone()
+            ):
+                raise UnknownSession(f"no session with code {norm!r}")
+
+        self._run(work)
+
+    def finals(self, code: str, lang: str | None = None, since_seq: int = 0) -> list[Caption]:
+        """Finals with ``seq > since_seq``, of ``lang`` if given, ordered by ``seq``."""
+        query = (
+            'SELECT f.segment, f.lang, f.source, f.text, f.start, f."end", f.seq '
+            "FROM finals f JOIN sessions s ON s.id = f.session_id "
+            "WHERE s.code = ? AND f.seq > ?"
+        )
+        params: tuple[object, ...] = (normalise_code(code), since_seq)
+        if lang is not None:
+            query += " AND f.lang = ?"
+            params = (*params, lang)
+        query += " ORDER BY f.seq"
+        rows: Sequence[tuple[int, str, int, str, float, float, int]] = self._run(
+            lambda conn: conn.execute(query, params).fetchall()
+        )
+        return [
+            Caption(
+                segment=segment,
+                lang=row_lang,
+                source=bool(source),
+                state="final",
+                text=text,
+                start=start,
+                end=end,
+                seq=seq,
+            )
+            for segment, row_lang, source, text, start, end, seq in rows
+        ]
+
+    def last_seq(self, code: str) -> int:
+        """The highest stored ``seq`` of the session (any language), 0 when none."""
+        query = (
+            "SELECT coalesce(max(f.seq), 0) FROM finals f "
+            "JOIN sessions s ON s.id = f.session_id WHERE s.code = ?"
+        )
+        row = self._run(lambda conn: conn.execute(query, (normalise_code(code),)).fetchone())
+        return int(row[0])
+
+    def purge_ended_before(self, cutoff: float) -> int:
+        """Delete old sessions and their finals; return how many sessions went.
+
+        A session goes when it ended before ``cutoff``, or never ended and was created before
+        ``cutoff`` (abandoned: waiting forever, or live when its process died). Choose a cutoff
+        longer than any real session lasts.
+        """
+        query = "DELETE FROM sessions WHERE coalesce(ended_at, created_at) < ?"
+        # Finals go with their session through ON DELETE CASCADE, in the same statement.
+        return self._run(lambda conn: conn.execute(query, (cutoff,)).rowcount)
+
+    def close(self) -> None:
+        """Close the connection; later calls raise ``sqlite3.ProgrammingError``."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SqliteSessionStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
