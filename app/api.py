@@ -9,27 +9,31 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from app.ratelimit import SlidingWindowLimit
+from app.errors import error
 from app.services import Services
 from engine import languages, transcript
+from engine.presenting import check_credentials
 from engine.registry import TooManySessions
 from engine.session import Session
-from engine.store.base import verify_token
 
 MAX_TITLE = 200
 MAX_BODY = 16 * 1024
 
 
 def services_of(request: Request) -> Services:
-    services: Services = request.app.state.services
+    services: Services = request.state.services
     return services
 
 
-def error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
+async def session_or_404(request: Request) -> Session | JSONResponse:
+    """The session named in the path (raises NotReady while the models load)."""
+    session = await services_of(request).engine().registry.get(request.path_params["code"])
+    if session is None:
+        return error(404, "no session with that code")
+    return session
 
 
-async def _json_body(request: Request) -> dict[str, Any] | JSONResponse:
+async def json_body(request: Request) -> dict[str, Any] | JSONResponse:
     body = await request.body()
     if len(body) > MAX_BODY:
         return error(413, f"request body over {MAX_BODY} bytes")
@@ -56,18 +60,10 @@ def session_facts(session: Session, services: Services) -> dict[str, Any]:
     }
 
 
-def _creation_limit(request: Request, services: Services) -> SlidingWindowLimit:
-    """The app's session-creation limit, built on first use from the settings."""
-    limit: SlidingWindowLimit | None = getattr(request.app.state, "session_create_limit", None)
-    if limit is None:
-        limit = SlidingWindowLimit(services.settings.session_create_per_minute, 60.0)
-        request.app.state.session_create_limit = limit
-    return limit
-
-
 async def create_session(request: Request) -> Response:
     services = services_of(request)
-    data = await _json_body(request)
+    engine = services.engine()
+    data = await json_body(request)
     if isinstance(data, JSONResponse):
         return data
     title = data.get("title", "")
@@ -78,7 +74,7 @@ async def create_session(request: Request) -> Response:
     if not isinstance(source, str) or not languages.is_known(source):
         return error(422, f"unknown source_language {source!r}")
     source = languages.normalise(source)
-    if not services.can_recognise(source):
+    if not engine.recognition.can_recognise(source):
         return error(422, f"no recognition model for {source!r} is loaded on this server")
     if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
         return error(422, "target_languages must be a list of language codes")
@@ -91,16 +87,16 @@ async def create_session(request: Request) -> Response:
         code = languages.normalise(target)
         if code != source and code not in normalised:
             normalised.append(code)
-    unsupported = [t for t in normalised if t not in services.translation_targets(source)]
+    unsupported = [t for t in normalised if t not in engine.routes.targets(source)]
     if unsupported:
         return error(
             422,
             f"no translation route from {source} to {', '.join(unsupported)} on this server",
-            routes=services.translation_targets(source),
+            routes=engine.routes.targets(source),
         )
     # Counted only for well-formed requests: refusals cost the server nothing.
     client = request.client.host if request.client else "unknown"
-    wait = _creation_limit(request, services).allow(client)
+    wait = services.creation_limit.allow(client)
     if wait is not None:
         return JSONResponse(
             {
@@ -111,7 +107,7 @@ async def create_session(request: Request) -> Response:
             headers={"Retry-After": str(max(1, round(wait)))},
         )
     try:
-        session, token = await services.registry.create(
+        session, token = await engine.registry.create(
             title.strip() or "Untitled session", source, tuple(normalised)
         )
     except TooManySessions as exc:
@@ -130,11 +126,10 @@ async def create_session(request: Request) -> Response:
 
 
 async def get_session(request: Request) -> Response:
-    services = services_of(request)
-    session = await services.registry.get(request.path_params["code"])
-    if session is None:
-        return error(404, "no session with that code")
-    return JSONResponse(session_facts(session, services))
+    session = await session_or_404(request)
+    if isinstance(session, JSONResponse):
+        return session
+    return JSONResponse(session_facts(session, services_of(request)))
 
 
 def _bearer(request: Request) -> str:
@@ -144,16 +139,12 @@ def _bearer(request: Request) -> str:
 
 
 async def _presenter_session(request: Request) -> Session | JSONResponse:
-    """The session named in the path, if the request carries its presenter token."""
-    services = services_of(request)
-    session = await services.registry.get(request.path_params["code"])
-    if session is None:
-        return error(404, "no session with that code")
-    token = _bearer(request)
-    if not token:
-        return error(401, "presenter token required as Authorization: Bearer")
-    if not verify_token(session.record, token):
-        return error(403, "wrong presenter token")
+    """The session named in the path, if the request carries its presenter token as
+    ``Authorization: Bearer`` (refusals answer 401 or 403, app/errors.py)."""
+    session = await session_or_404(request)
+    if isinstance(session, JSONResponse):
+        return session
+    check_credentials(session, _bearer(request))
     return session
 
 
@@ -167,7 +158,7 @@ async def set_glossary(request: Request) -> Response:
     session = await _presenter_session(request)
     if isinstance(session, JSONResponse):
         return session
-    data = await _json_body(request)
+    data = await json_body(request)
     if isinstance(data, JSONResponse):
         return data
     glossary: dict[str, dict[str, str]] = {}
@@ -192,35 +183,30 @@ async def set_glossary(request: Request) -> Response:
         glossary[languages.normalise(lang)] = {k.strip(): v.strip() for k, v in terms.items()}
     if not session.translators:
         return error(409, "this session offers no translation")
-    for translator in session.translators.values():
-        translator.set_glossary(glossary)
-    session.glossary = glossary
+    session.set_glossary(glossary)
     return JSONResponse({"code": session.code, "glossary": glossary})
 
 
 async def get_glossary(request: Request) -> Response:
-    services = services_of(request)
-    session = await services.registry.get(request.path_params["code"])
-    if session is None:
-        return error(404, "no session with that code")
+    session = await session_or_404(request)
+    if isinstance(session, JSONResponse):
+        return session
     return JSONResponse({"code": session.code, "glossary": session.glossary})
 
 
 async def end_session(request: Request) -> Response:
-    session = await _presenter_session(request)
+    session = await session_or_404(request)
     if isinstance(session, JSONResponse):
         return session
-    if session.stream is not None and not session.stream.finished:
-        await session.stream.finish()
-    await session.set_state("ended")
+    await services_of(request).engine().presenting.end(session, _bearer(request))
     return JSONResponse({"code": session.code, "state": session.state})
 
 
 async def get_transcript(request: Request) -> Response:
     services = services_of(request)
-    session = await services.registry.get(request.path_params["code"])
-    if session is None:
-        return error(404, "no session with that code")
+    session = await session_or_404(request)
+    if isinstance(session, JSONResponse):
+        return session
     record = session.record
     lang = request.query_params.get("lang", record.source_language)
     fmt = request.query_params.get("format", "txt")
@@ -230,7 +216,9 @@ async def get_transcript(request: Request) -> Response:
     if not languages.is_known(lang) or languages.normalise(lang) not in offered:
         return error(400, f"language must be one of {', '.join(offered)}")
     lang = languages.normalise(lang)
-    finals = await services.pipeline.store_pool.run(services.store.finals, session.code, lang)
+    finals = await services.workers.pool("store").run(
+        services.backends.store.finals, session.code, lang
+    )
     # Everything said in ``lang``: recognised in it, or translated into it (in a two-way
     # conversation both happen, turn by turn; a segment is never both).
     body, media_type = transcript.render(finals, fmt)
@@ -246,10 +234,9 @@ async def qr_code(request: Request) -> Response:
     """The session's share link as an SVG QR code (for a slide or the presenter console)."""
     import segno
 
-    services = services_of(request)
-    session = await services.registry.get(request.path_params["code"])
-    if session is None:
-        return error(404, "no session with that code")
+    session = await session_or_404(request)
+    if isinstance(session, JSONResponse):
+        return session
     link = f"{request.base_url}".rstrip("/") + f"/s/{session.code}"
     buffer = io.BytesIO()
     segno.make(link, error="m").save(buffer, kind="svg", scale=8, border=2, title=link)
@@ -260,7 +247,7 @@ async def qr_code(request: Request) -> Response:
 
 async def list_routes(request: Request) -> Response:
     """The translation routes this server offers (computed from what is installed)."""
-    services = services_of(request)
-    data = services.routes.as_json()
-    data["recognition"] = [lang.code for lang in services.recognition_languages()]
+    engine = services_of(request).engine()
+    data = engine.routes.as_json()
+    data["recognition"] = [lang.code for lang in engine.recognition.languages()]
     return JSONResponse(data)

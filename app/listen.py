@@ -15,10 +15,9 @@ import json
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from app.sendwatch import SendWatch
-from app.services import Services
-from app.sockets import accept_for_session, close
+from app.sockets import accept_for_session, close, services_of
 from engine import languages
-from engine.delivery.hub import ListenerTooSlow, Subscription, SubscriptionClosed
+from engine.delivery.hub import Hub, ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.events import SpeechAudio, to_json
 
 
@@ -55,9 +54,11 @@ async def listen_endpoint(websocket: WebSocket) -> None:
     accepted = await accept_for_session(websocket)
     if accepted is None:
         return
-    services, session = accepted
+    _, session = accepted
+    services = services_of(websocket)
+    hub = services.hub
     params = websocket.query_params
-    offered = [session.record.source_language, *session.record.target_languages]
+    offered = session.offered
     lang = params.get("lang", session.record.source_language)
     if not languages.is_known(lang) or languages.normalise(lang) not in offered:
         await close(websocket, 1003, f"language must be one of {', '.join(offered)}")
@@ -71,13 +72,11 @@ async def listen_endpoint(websocket: WebSocket) -> None:
     if audio_text not in ("0", "1"):
         await close(websocket, 1003, "audio must be 0 or 1")
         return
-    if services.hub.listener_count(session.code) >= services.settings.max_listeners_per_session:
+    if hub.listener_count(session.code) >= services.settings.max_listeners_per_session:
         await close(websocket, 1013, "this session has as many listeners as it allows")
         return
-    sub = services.hub.subscribe(
-        session.code, frozenset({lang}), int(since_text), audio=audio_text == "1"
-    )
-    sender = asyncio.create_task(_send_events(websocket, sub, websocket.app.state.send_watch))
+    sub = hub.subscribe(session.code, frozenset({lang}), int(since_text), audio=audio_text == "1")
+    sender = asyncio.create_task(_send_events(websocket, sub, websocket.state.send_watch))
     session.audience_changed()
     try:
         while not sender.done():
@@ -91,22 +90,20 @@ async def listen_endpoint(websocket: WebSocket) -> None:
             message = receive.result()
             if message["type"] == "websocket.disconnect":
                 break
-            reply = _control(message.get("text"), sub, offered, services)
+            reply = _control(message.get("text"), sub, offered, hub)
             if reply is not None:
                 await close(websocket, 1003, reply)
                 break
             session.audience_changed()  # what is translated and spoken may have changed
     finally:
-        services.hub.unsubscribe(sub)
+        hub.unsubscribe(sub)
         sender.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sender
         session.audience_changed()
 
 
-def _control(
-    text: str | None, sub: Subscription, offered: list[str], services: Services
-) -> str | None:
+def _control(text: str | None, sub: Subscription, offered: list[str], hub: Hub) -> str | None:
     """Apply a listener's control message; return a close reason if it is invalid."""
     if text is None:
         return "listeners send text messages only"
@@ -124,13 +121,13 @@ def _control(
         lang = languages.normalise(lang)
         if lang not in offered:
             return f"language must be one of {', '.join(offered)}"
-        services.hub.set_languages(sub, frozenset({lang}))
+        hub.set_languages(sub, frozenset({lang}))
         return None
     if kind == "audio":
         enabled = data.get("enabled")
         if not isinstance(enabled, bool):
             return "audio.enabled must be a boolean"
-        services.hub.set_audio(sub, enabled)
+        hub.set_audio(sub, enabled)
         return None
     if kind == "ping":
         return None

@@ -19,12 +19,21 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from app import api
+from app.errors import EXCEPTION_HANDLERS
 from app.listen import listen_endpoint
 from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
+from app.nodes import backends, follow_other_nodes
 from app.present import present_endpoint
 from app.security import SecurityHeaders
 from app.sendwatch import SendWatch
-from app.services import Services, TranscriberFactory, build_services, load_models, whisper_factory
+from app.services import (
+    Engine,
+    Services,
+    TranscriberFactory,
+    build_services,
+    load_engine,
+    whisper_factory,
+)
 from app.settings import Settings
 from app.webrtc import PeerRegistry, config_endpoint, offer_endpoint
 from engine import languages
@@ -36,23 +45,23 @@ templates = Jinja2Templates(directory=str(ROOT / "templates"))
 
 
 def services_of(request: Request) -> Services:
-    services: Services = request.app.state.services
+    services: Services = request.state.services
     return services
 
 
 async def index(request: Request) -> Response:
-    services = services_of(request)
+    engine = services_of(request).engine()
     langs = [
-        {"code": lang.code, "name": lang.english_name} for lang in services.recognition_languages()
+        {"code": lang.code, "name": lang.english_name} for lang in engine.recognition.languages()
     ]
     return templates.TemplateResponse(
         request,
         "index.html",
-        {"languages": langs, "default_language": "en", "route_rows": route_rows(services)},
+        {"languages": langs, "default_language": "en", "route_rows": route_rows(engine)},
     )
 
 
-def route_rows(services: Services) -> list[dict[str, str]]:
+def route_rows(engine: Engine) -> list[dict[str, str]]:
     """The route table for people: text routes one per row; the many speech-only routes
     into English (Whisper translate, no draft backend) folded into one row."""
 
@@ -62,7 +71,7 @@ def route_rows(services: Services) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
     speech_only: list[str] = []
     note = ""
-    for route in services.routes:
+    for route in engine.routes:
         if route.draft_backend is None and route.speech_final:
             speech_only.append(name(route.source))
             note = route.note
@@ -89,8 +98,7 @@ def route_rows(services: Services) -> list[dict[str, str]]:
 
 
 async def present_page(request: Request) -> Response:
-    services = services_of(request)
-    session = await services.registry.get(request.path_params["code"])
+    session = await services_of(request).engine().registry.get(request.path_params["code"])
     if session is None:
         return PlainTextResponse("No session with that code.", status_code=404)
     record = session.record
@@ -107,8 +115,7 @@ async def present_page(request: Request) -> Response:
 
 
 async def listen_page(request: Request) -> Response:
-    services = services_of(request)
-    session = await services.registry.get(request.path_params["code"])
+    session = await services_of(request).engine().registry.get(request.path_params["code"])
     if session is None:
         return templates.TemplateResponse(
             request, "missing.html", {"code": request.path_params["code"]}, status_code=404
@@ -139,8 +146,9 @@ async def talk_page(request: Request) -> Response:
     ``pairs`` says which translate both ways, ``routes`` every one-way route (to explain a pair
     that does not work), ``spoken`` the languages a voice speaks."""
     services = services_of(request)
-    recognised = {lang.code for lang in services.recognition_languages()}
-    routes = {(route.source, route.target) for route in services.routes}
+    engine = services.engine()
+    recognised = {lang.code for lang in engine.recognition.languages()}
+    routes = {(route.source, route.target) for route in engine.routes}
     codes = sorted({code for pair in routes for code in pair if code in recognised})
     pairs = {a: [b for b in codes if b != a and {(a, b), (b, a)} <= routes] for a in codes}
     names = {code: languages.get(code) for code in codes}
@@ -154,11 +162,11 @@ async def talk_page(request: Request) -> Response:
         for code in sorted(codes, key=lambda c: names[c].english_name)
     ]
     config = {
-        "ready": services.ready.is_set(),
+        "ready": services.ready,
         "names": {o["code"]: {"name": o["name"], "native": o["native"]} for o in options},
         "pairs": pairs,
         "routes": sorted(f"{a}>{b}" for a, b in routes),
-        "spoken": sorted(services.voices.languages()),
+        "spoken": sorted(engine.spoken),
         "default": default,
     }
     return templates.TemplateResponse(
@@ -179,13 +187,14 @@ async def healthz(request: Request) -> Response:
 async def readyz(request: Request) -> Response:
     services = services_of(request)
     hub_problem = services.hub.unavailable_reason()
-    if services.ready.is_set() and hub_problem is None:
+    if services.ready and hub_problem is None:
         return JSONResponse({"status": "ready"})
-    if services.ready.is_set():  # models loaded; the shared hub (Redis) is unreachable
+    if services.ready:  # models loaded; the shared hub (Redis) is unreachable
         return JSONResponse({"status": "unavailable", "error": hub_problem}, status_code=503)
-    body = {"status": "loading" if services.load_error is None else "failed"}
-    if services.load_error:
-        body["error"] = services.load_error
+    error = services.loading.error
+    body = {"status": "loading" if error is None else "failed"}
+    if error:
+        body["error"] = error
     return JSONResponse(body, status_code=503)
 
 
@@ -196,42 +205,41 @@ def create_app(
     factory = transcriber_factory or whisper_factory
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        registry = CollectorRegistry()
-        services = build_services(settings, PrometheusObserver(registry))
-        registry.register(LiveCollector(services))
-        app.state.services = services
-        app.state.webrtc = PeerRegistry()
-        app.state.send_watch = SendWatch(settings.listener_send_timeout)
-        app.state.metrics_registry = registry
-        purged = services.store.purge_ended_before(time.time() - settings.retention_days * 86400)
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, object]]:
+        metrics = CollectorRegistry()
+        services = build_services(settings, backends(settings), PrometheusObserver(metrics))
+        peers = PeerRegistry()
+        send_watch = SendWatch(settings.listener_send_timeout)
+        metrics.register(LiveCollector(services))
+        store = services.backends.store
+        purged = store.purge_ended_before(time.time() - settings.retention_days * 86400)
         if purged:
             log.info("purged %d expired sessions", purged)
-        loader = asyncio.create_task(load_models(services, factory))
+        loader = asyncio.create_task(_load(services, factory), name="load-engine")
         await services.hub.start()
         try:
-            yield
+            yield {
+                "services": services,
+                "peers": peers,
+                "send_watch": send_watch,
+                "metrics_registry": metrics,
+            }
         finally:
             # WebRTC peers first: closing one finalises its presenter stream like Stop.
             with contextlib.suppress(Exception):
-                await app.state.webrtc.close_all()
-            # Graceful shutdown: finalise every open stream so nothing said is lost.
-            for session in services.registry:
-                if session.stream is not None and not session.stream.finished:
-                    with contextlib.suppress(Exception):
-                        await session.stream.finish()
-                with contextlib.suppress(Exception):
-                    await session.drain_translation()
-                with contextlib.suppress(Exception):
-                    await session.close()
-            await app.state.send_watch.close()
+                await peers.close_all()
+            engine = services.loading.engine
+            if engine is not None:
+                # Graceful shutdown: finalise every open stream so nothing said is lost.
+                await engine.presenting.shutdown()
+            await send_watch.close()
             loader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
             services.translators.close()
             await services.hub.close()
             services.workers.shutdown()
-            services.store.close()
+            store.close()
 
     routes = [
         Route("/", index),
@@ -255,4 +263,21 @@ def create_app(
         WebSocketRoute("/ws/listen/{code}", listen_endpoint),
         Mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)], lifespan=lifespan)
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(SecurityHeaders)],
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        lifespan=lifespan,
+    )
+
+
+async def _load(services: Services, factory: TranscriberFactory) -> None:
+    """Load the engine, then follow other nodes for the life of the process."""
+    try:
+        engine = await load_engine(services, factory)
+    except Exception as exc:
+        services.loading.failed(f"{type(exc).__name__}: {exc}")
+        log.exception("loading models failed")
+        raise
+    services.loading.ready(engine)
+    await follow_other_nodes(services.hub, engine.registry)

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from engine.events import Caption
+from engine.session import Session
 
 if TYPE_CHECKING:
     from app.services import Services
@@ -85,16 +86,18 @@ class LiveCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         services = self.services
+        engine = services.loading.engine
+        held = list(engine.registry) if engine is not None else []
         sessions = GaugeMetricFamily("interp_sessions", "Sessions by state", labels=["state"])
         counts = {"waiting": 0, "live": 0, "ended": 0}
         listeners = 0
         lag = 0.0
         dropped = 0
         stale = 0
-        for session in services.registry:
+        for session in held:
             counts[session.state] = counts.get(session.state, 0) + 1
             listeners += services.hub.listener_count(session.code)
-            if session.stream is not None and not session.stream.finished:
+            if session.stream is not None and session.live:
                 lag = max(lag, session.stream.recognizer.backlog)
                 dropped += session.stream.recognizer.skipped_drafts
             for translator in session.translators.values():
@@ -128,10 +131,10 @@ class LiveCollector(Collector):
         drafts.add_metric(["recognizer_skipped"], dropped)
         drafts.add_metric(["translation_stale"], stale)
         yield drafts
-        yield from _speech_metrics(services)
+        yield from _speech_metrics(held)
 
 
-def _speech_metrics(services: Services) -> Iterator[Metric]:
+def _speech_metrics(held: list[Session]) -> Iterator[Metric]:
     """Spoken translation, summed over sessions, by language."""
     pieces = CounterMetricFamily(
         "interp_speech_pieces", "Pieces of speech synthesised and sent", labels=["lang"]
@@ -145,7 +148,7 @@ def _speech_metrics(services: Services) -> Iterator[Metric]:
         labels=["lang"],
     )
     totals: dict[str, list[float]] = {}
-    for session in services.registry:
+    for session in held:
         if session.speaker is None:
             continue
         for lang, stats in session.speaker.stats.items():
@@ -163,5 +166,5 @@ def _speech_metrics(services: Services) -> Iterator[Metric]:
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    registry: CollectorRegistry = request.app.state.metrics_registry
+    registry: CollectorRegistry = request.state.metrics_registry
     return Response(generate_latest(registry), media_type="text/plain; version=0.0.4")

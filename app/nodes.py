@@ -4,45 +4,54 @@ the others do to a session it also serves."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from app.settings import Settings
-from engine.delivery.hub import Hub, InMemoryHub
-from engine.events import SessionState
+from engine.delivery.hub import AudienceChanged, Hub
+from engine.delivery.memory import InMemoryHub
 from engine.registry import SessionRegistry
 from engine.store.base import SessionStore
 from engine.store.sqlite import SqliteSessionStore
 
 
-def backends(settings: Settings) -> tuple[SessionStore, Hub]:
+@dataclass(frozen=True, slots=True)
+class Backends:
+    """Where sessions are kept and how their events travel."""
+
+    store: SessionStore
+    hub: Hub
+
+
+def backends(settings: Settings) -> Backends:
     """SQLite and the in-process hub by default; with ``redis_url``, the Redis store and
     hub every node shares (docs/architecture.md, "Several processes or machines")."""
     if settings.redis_url:
         from engine.delivery.redis import RedisHub
         from engine.store.redis import RedisSessionStore
 
-        store = RedisSessionStore(settings.redis_url)
-        return store, RedisHub(settings.redis_url, max_queue=settings.listener_queue)
+        return Backends(
+            RedisSessionStore(settings.redis_url),
+            RedisHub(settings.redis_url, max_queue=settings.listener_queue),
+        )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return SqliteSessionStore(settings.database), InMemoryHub(max_queue=settings.listener_queue)
+    return Backends(
+        SqliteSessionStore(settings.database), InMemoryHub(max_queue=settings.listener_queue)
+    )
 
 
-def follow_other_nodes(hub: Hub, registry: SessionRegistry) -> None:
-    """With a shared hub: when listeners on other nodes join, leave or switch language,
-    the sessions loaded here re-read what to translate and speak (and announce the new
-    audience size); a state another node published becomes this node's state too."""
-    from engine.delivery.redis import RedisHub
-
-    if not isinstance(hub, RedisHub):
-        return
-
-    def audience(code: str) -> None:
-        session = registry.loaded(code)
-        if session is not None:
+async def follow_other_nodes(hub: Hub, registry: SessionRegistry) -> None:
+    """Run for the life of the process: when listeners on other nodes join, leave or switch
+    language, the sessions held here re-read what to translate and speak (and announce the
+    new audience size); a state another node published becomes this node's state too, and
+    an ended session leaves memory after the grace period. A hub of one process has no
+    other nodes, and this returns at once."""
+    async for change in hub.remote_changes():
+        session = registry.loaded(change.code)
+        if session is None:
+            continue
+        if isinstance(change, AudienceChanged):
             session.audience_changed()
-
-    def state(code: str, new_state: SessionState) -> None:
-        session = registry.loaded(code)
-        if session is not None:
-            session.state = new_state
-
-    hub.on_audience = audience
-    hub.on_state = state
+            continue
+        session.follow_state(change.state)
+        if change.state == "ended":
+            registry.retire(session)

@@ -1,4 +1,10 @@
-"""What the lifespan builds and every route uses: one object, passed through ``app.state``."""
+"""What the lifespan builds and every route uses.
+
+:class:`Services` exists from start-up: the settings, the store and hub, the worker pools. The
+models load in the background; once they are loaded and warmed, :func:`load_engine` wires
+them into the engine (:class:`Engine`: the session registry and the presenting API) and the
+routes that need it start answering (before that they answer 503, or close with 1013).
+"""
 
 from __future__ import annotations
 
@@ -8,124 +14,119 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
-from app.nodes import backends, follow_other_nodes
+from app.nodes import Backends
+from app.ratelimit import SlidingWindowLimit
 from app.settings import Settings
-from engine import languages
 from engine.delivery.hub import Hub
+from engine.factory import SessionFactory, StagePorts
+from engine.presenting import Presenting
+from engine.recognition.asr import LanguageIdentifier, Transcriber
 from engine.recognition.recognizer import RecognizerConfig
+from engine.recognition.resources import Recognition
 from engine.registry import SessionRegistry
-from engine.session import Pipeline, Session
-from engine.speech.speaker import SessionSpeaker, Synthesizer
-from engine.store.base import SessionStore
-from engine.telemetry import NullObserver, Observer
-from engine.translation.backends import TargetPlan, Translators, whisper_translate
+from engine.session import SessionPorts
+from engine.speech.resources import Speech
+from engine.telemetry import Observer
+from engine.translation.resources import Translation
 from engine.translation.routes import RouteTable
-from engine.translation.stage import SessionTranslator
 from engine.workers import Workers
-from models.apertium import available_routes
 from models.catalog import resolve_whisper, silero_vad_path
 from models.silero import SileroModel
+from models.translators import Translators, installed_routes
 from models.voices import VoiceBank, voice_plan
 from models.whisper import FasterWhisperTranscriber
 
 log = logging.getLogger(__name__)
 
-TranscriberFactory = Callable[[str, Settings], object]
-"""Builds the transcriber for a model setting; tests inject fakes through it."""
+
+@dataclass(frozen=True, slots=True)
+class RecognitionModel:
+    """A loaded recognition model: what transcribes, what identifies the language (the
+    multilingual model only), and how to warm it."""
+
+    transcriber: Transcriber
+    identifier: LanguageIdentifier | None = None
+    warm: Callable[[], None] | None = None
 
 
-def whisper_factory(spec: str, settings: Settings) -> object:
+TranscriberFactory = Callable[[str, Settings], RecognitionModel]
+"""Loads the recognition model for a model setting; tests inject fakes through it."""
+
+
+def whisper_factory(spec: str, settings: Settings) -> RecognitionModel:
     resolved = resolve_whisper(spec, settings.cache_dir)
-    return FasterWhisperTranscriber(
+    model = FasterWhisperTranscriber(
         resolved,
         cpu_threads=settings.cpu_threads,
         encoder_threads=settings.encoder_threads,
         short_window=settings.short_window,
     )
+    return RecognitionModel(model, model if model.multilingual else None, model.warm)
 
 
-@dataclass
+class NotReady(Exception):
+    """The models are still loading (or failed to load): try again shortly."""
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """What a process serves once its models are loaded."""
+
+    recognition: Recognition
+    routes: RouteTable
+    spoken: frozenset[str]
+    """Languages a voice speaks."""
+    registry: SessionRegistry
+    presenting: Presenting
+
+
+@dataclass(slots=True)
+class Loading:
+    """The engine as it loads: ``engine`` once ready, ``error`` if loading failed."""
+
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    engine: Engine | None = None
+    error: str | None = None
+
+    def ready(self, engine: Engine) -> None:
+        if self.engine is not None:
+            raise RuntimeError("the engine is loaded once")
+        self.engine = engine
+        self.done.set()
+
+    def failed(self, error: str) -> None:
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
 class Services:
     settings: Settings
-    store: SessionStore
-    hub: Hub
+    backends: Backends
     workers: Workers
-    pipeline: Pipeline
-    registry: SessionRegistry
+    observer: Observer
     translators: Translators
-    routes: RouteTable = field(default_factory=lambda: RouteTable(()))
-    voices: VoiceBank = field(default_factory=lambda: VoiceBank({}))
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    load_error: str | None = None
+    voices: VoiceBank | None
+    creation_limit: SlidingWindowLimit
+    loading: Loading = field(default_factory=Loading)
 
-    def recognition_languages(self) -> list[languages.Language]:
-        """Languages a presenter may speak with the loaded models."""
-        loaded = self.pipeline.transcribers
-        if "*" in loaded:
-            return [lang for lang in languages.all_languages() if lang.whisper]
-        return [languages.get(code) for code in loaded if languages.is_known(code)]
+    @property
+    def hub(self) -> Hub:
+        return self.backends.hub
 
-    def can_recognise(self, code: str) -> bool:
-        loaded = self.pipeline.transcribers
-        if code in loaded:
-            return True
-        return "*" in loaded and languages.is_known(code) and bool(languages.get(code).whisper)
-
-    def translation_targets(self, source: str) -> list[str]:
-        """Languages a session speaking ``source`` may offer besides its own."""
-        return self.routes.targets(source)
-
-    async def add_stages(self, session: Session) -> None:
-        """Give a session this process takes on its translation and speech stages."""
-        await self.make_translator(session)
-        self.make_speaker(session)
-
-    def make_speaker(self, session: Session) -> None:
-        """Speech for ``session`` in every language a voice speaks (voices load on first use,
-        in the ``tts`` pool: the one thread every synthesiser runs in)."""
-        if not self.voices.plan:
-            return
-        pool = self.workers.pool("tts", threads=1, max_pending=64)
-        bank = self.voices
-
-        async def voice(lang: str) -> Synthesizer | None:
-            return await pool.run(bank.load, lang)
-
-        session.speaker = SessionSpeaker(
-            voice,
-            pool.run,
-            session.publish,
-            spoken=bank.languages(),
-            on_first_audio=self.pipeline.observer.first_audio,
-        )
-
-    async def make_translator(self, session: Session) -> None:
-        """Give ``session`` a translator from each offered language a stream may speak into
-        the others that have a route: the session's source language into its targets, and
-        each target back into the rest (a two-way conversation changes language each turn).
-        Plans load their backends on first use, so they are made in a worker thread."""
-        record = session.record
-        offered = [record.source_language, *record.target_languages]
-        setup = self.workers.pool("mt-setup")
-        for source in offered:
-            plans: dict[str, TargetPlan] = {}
-            for target in offered:
-                route = self.routes.lookup(source, target) if target != source else None
-                if route is not None:
-                    plans[target] = await setup.run(self.translators.plan, route)
-            if not plans:
-                continue
-            speech = None
-            base = self.pipeline.transcribers.get("*")
-            if any(p.route.speech_final for p in plans.values()) and base is not None:
-                speech = whisper_translate(
-                    base,
-                    self.pipeline.asr_pool,
-                    source,  # type: ignore[arg-type]
-                )
-            session.translators[source] = SessionTranslator(
-                source, session.publish, plans, whisper_translate=speech
+    def engine(self) -> Engine:
+        """The loaded engine; :class:`NotReady` while the models load."""
+        engine = self.loading.engine
+        if engine is None:
+            raise NotReady(
+                "models are still loading; try again shortly"
+                if self.loading.error is None
+                else f"models failed to load: {self.loading.error}"
             )
+        return engine
+
+    @property
+    def ready(self) -> bool:
+        return self.loading.engine is not None
 
 
 def recognizer_defaults(settings: Settings) -> RecognizerConfig:
@@ -144,77 +145,97 @@ def recognizer_defaults(settings: Settings) -> RecognizerConfig:
     return replace(config, **changes)  # type: ignore[arg-type]
 
 
-def build_services(settings: Settings, observer: Observer | None = None) -> Services:
-    store, hub = backends(settings)
-    observer = observer or NullObserver()
+def build_services(settings: Settings, backends: Backends, observer: Observer) -> Services:
+    """Everything that exists before the models load."""
+    voices = VoiceBank(voice_plan(settings.voices)) if settings.speech else None
     workers = Workers(on_call=observer.model_call)
-
-    base_config = recognizer_defaults(settings)
-
-    def recognizer_config(language: str) -> RecognizerConfig:
-        return replace(base_config, language=language)
-
-    pipeline = Pipeline(
-        transcribers={},
-        vad_model=None,  # type: ignore[arg-type]  # set by load_models
-        asr_pool=workers.pool("asr", threads=1, max_pending=32),
-        store_pool=workers.pool("store", threads=1, max_pending=1024),
-        recognizer_config=recognizer_config,
+    return Services(
+        settings=settings,
+        backends=backends,
+        workers=workers,
         observer=observer,
-    )
-    registry = SessionRegistry(store, hub, pipeline, max_sessions=settings.max_sessions)
-    services = Services(settings, store, hub, workers, pipeline, registry, Translators(workers))
-    if settings.speech:
-        services.voices = VoiceBank(voice_plan(settings.voices))
-    registry.on_session = services.add_stages
-    follow_other_nodes(hub, registry)
-    return services
-
-
-def build_routes(settings: Settings, multilingual_loaded: bool) -> RouteTable:
-    """The translation routes this server can serve with what is installed and configured."""
-    apertium_routes = available_routes() if settings.apertium else []
-    speech = "base" if settings.whisper_translate and multilingual_loaded else None
-    return RouteTable.build(
-        apertium=apertium_routes, ct2=settings.ct2_models, whisper_translate=speech
+        translators=Translators(workers),
+        voices=voices,
+        creation_limit=SlidingWindowLimit(settings.session_create_per_minute, 60.0),
     )
 
 
-async def load_models(services: Services, factory: TranscriberFactory) -> None:
-    """Load, verify and warm every model once, in the model's own worker thread."""
+async def load_engine(services: Services, factory: TranscriberFactory) -> Engine:
+    """Load, verify and warm every model once, in the model's own worker thread; then wire
+    them into the engine."""
     settings = services.settings
-    pool = services.pipeline.asr_pool
-    try:
-        services.pipeline.vad_model = await pool.run(SileroModel, silero_vad_path())
-        specs = dict(settings.asr_models)
-        if not settings.load_multilingual:
-            specs.pop("*", None)
-        loaded: dict[str, object] = {}
-        by_spec: dict[str, object] = {}
-        for language, spec in specs.items():
-            if spec not in by_spec:
-                log.info("loading recognition model %s", spec)
-                model = await pool.run(factory, spec, settings)
-                if settings.warm_models and hasattr(model, "warm"):
-                    await pool.run(model.warm)
-                by_spec[spec] = model
-            loaded[language] = by_spec[spec]
-        services.pipeline.transcribers = loaded
-        services.routes = await services.workers.pool("mt-setup").run(
-            build_routes, settings, "*" in loaded
+    workers = services.workers
+    asr = workers.pool("asr", threads=1, max_pending=32)
+    store_pool = workers.pool("store", threads=1, max_pending=1024)
+    setup = workers.pool("mt-setup")
+    vad = await asr.run(SileroModel, silero_vad_path())
+    specs = dict(settings.asr_models)
+    if not settings.load_multilingual:
+        specs.pop("*", None)
+    loaded: dict[str, RecognitionModel] = {}
+    by_spec: dict[str, RecognitionModel] = {}
+    for language, spec in specs.items():
+        if spec not in by_spec:
+            log.info("loading recognition model %s", spec)
+            model = await asr.run(factory, spec, settings)
+            if settings.warm_models and model.warm is not None:
+                await asr.run(model.warm)
+            by_spec[spec] = model
+        loaded[language] = by_spec[spec]
+    base_config = recognizer_defaults(settings)
+    multilingual = loaded.get("*")
+    recognition = Recognition(
+        transcribers={language: model.transcriber for language, model in loaded.items()},
+        vad=vad,
+        pool=asr,
+        config=lambda language: replace(base_config, language=language),
+        identifier=None if multilingual is None else multilingual.identifier,
+    )
+    speech_translation = settings.whisper_translate and multilingual is not None
+    routes = await setup.run(
+        lambda: installed_routes(
+            apertium=settings.apertium,
+            ct2=settings.ct2_models,
+            whisper_translate="base" if speech_translation else None,
         )
-        if settings.warm_models and "en" in services.voices.plan:
-            tts = services.workers.pool("tts", threads=1, max_pending=64)
-            english = await tts.run(services.voices.load, "en")
+    )
+    translation = Translation(
+        routes=routes,
+        provider=services.translators,
+        setup_pool=setup,
+        speech_model=recognition.multilingual if speech_translation else None,
+        speech_pool=asr,
+    )
+    speech: Speech | None = None
+    voices = services.voices
+    if voices is not None and voices.plan:
+        tts = workers.pool("tts", threads=1, max_pending=64)
+        speech = Speech(voices, tts)
+        if settings.warm_models and "en" in voices.plan:
+            english = await tts.run(voices.load, "en")
             if english is not None:
                 await tts.run(english.warm)
-        # Models and start-up objects live for the whole process: keep the cyclic collector
-        # from rescanning them (full collections paused the loop for up to 0.8 s under load).
-        gc.collect()
-        gc.freeze()
-        services.ready.set()
-        log.info("models ready: %s", {k: getattr(v, "name", v) for k, v in loaded.items()})
-    except Exception as exc:
-        services.load_error = f"{type(exc).__name__}: {exc}"
-        log.exception("loading models failed")
-        raise
+    backends = services.backends
+    session_factory = SessionFactory(
+        SessionPorts(backends.store, store_pool, backends.hub, recognition, services.observer),
+        StagePorts(translation=translation, speech=speech),
+    )
+    registry = SessionRegistry(
+        session_factory,
+        max_sessions=settings.max_sessions,
+        ended_grace_s=settings.ended_grace_s,
+    )
+    presenting = Presenting(
+        registry,
+        recognition,
+        backends.hub,
+        limits=settings.limits,
+        max_live_streams=settings.max_live_streams,
+    )
+    # Models and start-up objects live for the whole process: keep the cyclic collector
+    # from rescanning them (full collections paused the loop for up to 0.8 s under load).
+    gc.collect()
+    gc.freeze()
+    log.info("models ready: %s", {k: m.transcriber.name for k, m in loaded.items()})
+    spoken = voices.languages() if speech is not None and voices is not None else frozenset()
+    return Engine(recognition, routes, spoken, registry, presenting)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.ice import IceServer, parse_ice_servers
-from engine.session import StreamLimits
+from engine.stream import StreamLimits
 
 
 def _parse_map(text: str) -> dict[str, str]:
@@ -52,7 +52,8 @@ class Settings:
     warm_models: bool = True
     refine: bool = True
     recognizer: Mapping[str, str] = field(default_factory=dict)
-    """Overrides of engine.recognizer.RecognizerConfig fields (``{"min_silence_s": "0.4"}``)."""
+    """Overrides of engine.recognition.recognizer.RecognizerConfig fields
+    (``{"min_silence_s": "0.4"}``)."""
     speech: bool = True
     """Speak final captions to listeners who turn audio on."""
     voices: Mapping[str, str] = field(default_factory=dict)
@@ -66,6 +67,9 @@ class Settings:
     listener_queue: int = 1000
     listener_send_timeout: float = 10.0
     retention_days: float = 30.0
+    ended_grace_s: float = 300.0
+    """An ended session leaves memory this long after it ended (its transcript stays in the
+    store: a late listener or a download loads it again)."""
     redis_url: str | None = None
     """Share sessions with other processes and machines through this Redis (``REDIS_URL``,
     e.g. ``redis://127.0.0.1:6379/0``); unset: one process, SQLite and an in-process hub."""
@@ -127,6 +131,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_MAX_LISTENERS": ("max_listeners_per_session", int),
     "INTERP_SESSION_RATE": ("session_create_per_minute", int),
     "INTERP_RETENTION_DAYS": ("retention_days", float),
+    "INTERP_ENDED_GRACE_S": ("ended_grace_s", float),
     "INTERP_MAX_AUDIO_SPEED": ("limits", _speed),
     "INTERP_ICE_SERVERS": ("ice_servers", parse_ice_servers),
 }

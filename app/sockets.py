@@ -7,7 +7,7 @@ import contextlib
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from app.origin import origin_allowed
-from app.services import Services
+from app.services import Engine, NotReady, Services
 from engine.session import Session
 from engine.telemetry import session_code
 
@@ -25,17 +25,28 @@ async def close(websocket: WebSocket, code: int, reason: str) -> None:
             await websocket.close(code=code, reason=close_reason(reason))
 
 
-async def accept_for_session(websocket: WebSocket) -> tuple[Services, Session] | None:
-    """Accept a socket for ``/ws/.../{code}``; None (socket closed with 1008) if its origin
-    is not allowed or no such session exists. Log lines from here on carry the code."""
-    services: Services = websocket.app.state.services
+def services_of(websocket: WebSocket) -> Services:
+    services: Services = websocket.state.services
+    return services
+
+
+async def accept_for_session(websocket: WebSocket) -> tuple[Engine, Session] | None:
+    """Accept a socket for ``/ws/.../{code}``; None (socket closed) if its origin is not
+    allowed (1008), the models are still loading (1013: try again) or no such session
+    exists (1008). Log lines from here on carry the code."""
+    services = services_of(websocket)
     if not origin_allowed(websocket, services.settings):
         await websocket.close(code=1008, reason="origin not allowed")
         return None
     await websocket.accept()
-    session = await services.registry.get(websocket.path_params["code"])
+    try:
+        engine = services.engine()
+    except NotReady as exc:
+        await close(websocket, 1013, str(exc))
+        return None
+    session = await engine.registry.get(websocket.path_params["code"])
     if session is None:
         await close(websocket, 1008, "no session with that code")
         return None
     session_code.set(session.code)
-    return services, session
+    return engine, session

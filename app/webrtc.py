@@ -38,9 +38,10 @@ from aiortc.mediastreams import MediaStreamTrack
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from app.api import _json_body, error
+from app.api import json_body, services_of
+from app.errors import HTTP_STATUS, error
 from app.origin import origin_allowed
-from app.services import Services
+from app.services import Engine
 from app.settings import Settings
 from app.webrtc_media import (
     INGEST_RATE,
@@ -51,8 +52,9 @@ from app.webrtc_media import (
 from engine import languages
 from engine.delivery.hub import Hub, ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.events import StateChange, to_json
-from engine.session import PresenterStream, Session, StreamError
-from engine.store.base import verify_token
+from engine.presenting import Presentation, Presenting, StartRequest, check_credentials
+from engine.refusals import Refused
+from engine.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +66,6 @@ MAX_PEERS = 200
 """Peer connections one process holds (each costs a UDP socket, DTLS and an Opus codec)."""
 PENDING_EVENTS = 1000
 """Events held for a presenter's data channel until it opens."""
-STATUS_OF_STREAM_ERROR = {1003: 400, 1008: 410, 1013: 409}
-"""HTTP status for a refused stream, by the presenter socket's close code for the same case."""
 
 
 class OfferError(Exception):
@@ -188,21 +188,17 @@ class Peer:
 
 
 class PresenterPeer(Peer):
-    """The presenter's audio over WebRTC into one :class:`PresenterStream`."""
+    """The presenter's audio over WebRTC into one :class:`Presentation`."""
 
     def __init__(
         self,
         pc: RTCPeerConnection,
         session: Session,
         registry: PeerRegistry,
-        stream: PresenterStream,
-        subscription: Subscription,
-        hub: Hub,
+        presentation: Presentation,
     ) -> None:
         super().__init__(pc, session, registry)
-        self.stream = stream
-        self.subscription = subscription
-        self.hub = hub
+        self.presentation = presentation
         self.channel: RTCDataChannel | None = None
         self._pending: list[str] = []
         self._stopping: asyncio.Task[None] | None = None
@@ -221,21 +217,17 @@ class PresenterPeer(Peer):
 
     async def _ingest(self, track: MediaStreamTrack) -> None:
         try:
-            await read_presenter_track(track, self._feed, self._went_live)
-        except StreamError as exc:
-            self.send({"type": "error", "code": exc.code, "message": exc.reason})
-            log.info("webrtc stream of %s refused: %s", self.session.code, exc.reason)
+            await read_presenter_track(track, self._feed)
+        except Refused as exc:
+            self.send({"type": "error", "reason": exc.reason.value, "message": exc.message})
+            log.info("webrtc stream of %s refused: %s", self.session.code, exc.message)
         except Exception:
             log.exception("reading the webrtc track of %s", self.session.code)
         self.stop_soon()  # the track ended: finalise as on Stop
 
     def _feed(self, pcm: bytes) -> None:
         if self._ingesting:
-            self.stream.feed(pcm)
-
-    async def _went_live(self) -> None:
-        if self.session.state != "ended":
-            await self.session.set_state("live")
+            self.presentation.feed(pcm)
 
     def _on_datachannel(self, channel: RTCDataChannel) -> None:
         if self.channel is not None:
@@ -271,7 +263,7 @@ class PresenterPeer(Peer):
         """The session's events to the data channel; the ``ended`` state closes the peer."""
         try:
             while True:
-                event = await self.subscription.get()
+                event = await self.presentation.events.get()
                 self.send(to_json(event))
                 if isinstance(event, StateChange) and event.state == "ended":
                     self.close_soon()
@@ -285,8 +277,8 @@ class PresenterPeer(Peer):
     async def _stop(self) -> None:
         """Finalise everything said, send the remaining events and ``ended``, then give the
         client ``ENDED_GRACE`` to close the connection itself."""
-        await self.finalise()
-        self.subscription.queue.close()  # the forwarder sends what it holds, then returns
+        self._ingesting = False
+        await self.presentation.stop()  # the forwarder sends what it holds, then returns
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._forwarder
         self.send({"type": "ended"})
@@ -294,16 +286,9 @@ class PresenterPeer(Peer):
             await asyncio.sleep(ENDED_GRACE)
             self.close_soon()
 
-    async def finalise(self) -> None:
-        self._ingesting = False
-        if not self.stream.finished:
-            await self.stream.finish()
-        await self.session.drain_translation()
-        await self.hub.settle(self.session.code)  # a shared hub delivers by reading back
-
     async def release(self) -> None:
-        await self.finalise()
-        self.hub.unsubscribe(self.subscription)
+        self._ingesting = False
+        await self.presentation.release()
 
 
 class ListenerPeer(Peer):
@@ -314,11 +299,11 @@ class ListenerPeer(Peer):
         pc: RTCPeerConnection,
         session: Session,
         registry: PeerRegistry,
-        track: SpeechTrack,
+        subscription: Subscription,
         hub: Hub,
     ) -> None:
         super().__init__(pc, session, registry)
-        self.track = track
+        self.track = SpeechTrack(subscription, subscription_language(subscription), self.close_soon)
         self.hub = hub
 
     async def release(self) -> None:
@@ -350,28 +335,34 @@ class PeerRegistry:
         await asyncio.gather(*(p.close() for p in list(self._peers)), return_exceptions=True)
 
 
+def subscription_language(subscription: Subscription) -> str:
+    (lang,) = subscription.langs
+    return lang
+
+
 def peers_of(request: Request) -> PeerRegistry:
-    peers: PeerRegistry = request.app.state.webrtc
+    peers: PeerRegistry = request.state.peers
     return peers
 
 
 async def config_endpoint(request: Request) -> Response:
     """``GET /api/webrtc/config``: the browser's ``RTCPeerConnection`` configuration."""
-    services: Services = request.app.state.services
+    services = services_of(request)
     return JSONResponse({"iceServers": [s.as_json() for s in services.settings.ice_servers]})
 
 
 async def offer_endpoint(request: Request) -> Response:
     """``POST /api/sessions/{code}/webrtc/offer`` -> ``{"sdp", "type": "answer"}``."""
-    services: Services = request.app.state.services
+    services = services_of(request)
     if not origin_allowed(request, services.settings):
         return error(403, "origin not allowed")
-    data = await _json_body(request)
+    data = await json_body(request)
     if isinstance(data, JSONResponse):
         return data
     try:
         offer = parse_offer(data)
-        session = await services.registry.get(request.path_params["code"])
+        engine = services.engine()
+        session = await engine.registry.get(request.path_params["code"])
         if session is None:
             raise OfferError(404, "no session with that code")
         if session.state == "ended":
@@ -380,10 +371,12 @@ async def offer_endpoint(request: Request) -> Response:
         if len(peers_of(request)) >= peers_of(request).limit:
             raise OfferError(503, "server is at its limit of WebRTC connections")
         if offer.role == "present":
-            return await _answer_presenter(request, services, session, offer, directions)
-        return await _answer_listener(request, services, session, offer, directions)
+            return await _answer_presenter(request, engine.presenting, session, offer, directions)
+        return await _answer_listener(request, engine, session, offer, directions)
     except OfferError as exc:
         return error(exc.status, exc.message)
+    except Refused as exc:
+        return error(HTTP_STATUS[exc.reason], exc.message)
 
 
 async def _negotiate(pc: RTCPeerConnection, offer: Offer, tracks: list[MediaStreamTrack]) -> None:
@@ -409,65 +402,56 @@ async def _answer(peer: Peer) -> Response:
 
 
 async def _answer_presenter(
-    request: Request, services: Services, session: Session, offer: Offer, directions: list[str]
+    request: Request,
+    presenting: Presenting,
+    session: Session,
+    offer: Offer,
+    directions: list[str],
 ) -> Response:
-    if not offer.token:
-        raise OfferError(401, "presenter token required (token)")
-    if not verify_token(session.record, offer.token):
-        raise OfferError(403, "wrong presenter token")
+    check_credentials(session, offer.token)
     if not any(d in ("sendrecv", "sendonly") for d in directions):
         raise OfferError(400, "the offer sends no audio track")
-    if not services.ready.is_set():
-        raise OfferError(503, "models are still loading; try again shortly")
-    language = session.record.source_language
-    if not services.can_recognise(language):
-        raise OfferError(400, f"no recognition model for {language!r}")
-    live = sum(1 for s in services.registry if s.stream is not None and not s.stream.finished)
-    if live >= services.settings.max_live_streams:
-        raise OfferError(503, "server is at its limit of live streams")
-    pc = new_peer_connection(services.settings)
+    pc = new_peer_connection(services_of(request).settings)
     tracks: list[MediaStreamTrack] = []
     await _negotiate(pc, offer, tracks)
     try:
-        stream = session.open_stream(INGEST_RATE, language, services.settings.limits)
-    except StreamError as exc:
+        presentation = await presenting.start(
+            session, StartRequest(token=offer.token, sample_rate=INGEST_RATE)
+        )
+    except Refused:
         await pc.close()
-        raise OfferError(STATUS_OF_STREAM_ERROR.get(exc.code, 409), exc.reason) from None
-    stream.start()
-    subscription = services.hub.subscribe(session.code, frozenset(), 0, counted=False)
-    peer = PresenterPeer(pc, session, peers_of(request), stream, subscription, services.hub)
+        raise
+    peer = PresenterPeer(pc, session, peers_of(request), presentation)
     peers_of(request).add(peer)
     peer.take_tracks(tracks)
     return await _answer(peer)
 
 
 async def _answer_listener(
-    request: Request, services: Services, session: Session, offer: Offer, directions: list[str]
+    request: Request, engine: Engine, session: Session, offer: Offer, directions: list[str]
 ) -> Response:
-    record = session.record
-    offered = [record.source_language, *record.target_languages]
+    services = services_of(request)
+    offered = session.offered
     lang = offer.lang
     if lang is None or not languages.is_known(lang) or languages.normalise(lang) not in offered:
         raise OfferError(400, f"lang must be one of {', '.join(offered)}")
     lang = languages.normalise(lang)
     if not any(d in ("sendrecv", "recvonly") for d in directions):
         raise OfferError(400, "the offer receives no audio (add a recvonly audio transceiver)")
-    if services.hub.listener_count(session.code) >= services.settings.max_listeners_per_session:
+    hub = services.hub
+    if hub.listener_count(session.code) >= services.settings.max_listeners_per_session:
         raise OfferError(503, "this session has as many listeners as it allows")
     pc = new_peer_connection(services.settings)
     tracks: list[MediaStreamTrack] = []
     await _negotiate(pc, offer, tracks)
-    hub = services.hub
     subscription = hub.subscribe(
         session.code, frozenset({lang}), hub.last_seq(session.code), counted=True, audio=True
     )
-    track = SpeechTrack(subscription, lang)
-    peer = ListenerPeer(pc, session, peers_of(request), track, hub)
-    track.on_end = peer.close_soon
+    peer = ListenerPeer(pc, session, peers_of(request), subscription, hub)
     peers_of(request).add(peer)
     for incoming in tracks:  # a sendrecv offer may send audio too: nobody needs it
         peer.spawn(drain_track(incoming), f"webrtc-drain-{session.code}")
-    pc.addTrack(track)
-    track.start()
+    pc.addTrack(peer.track)
+    peer.track.start()
     session.audience_changed()
     return await _answer(peer)

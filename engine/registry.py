@@ -1,45 +1,59 @@
-"""The sessions this process knows: created here, or loaded back from the store."""
+"""The sessions this process holds in memory: created here, or loaded back from the store.
+
+A session is built once, however many requests ask for it at once (concurrent loads share one
+build). An ended session leaves memory ``ended_grace_s`` after it ended: its stages close and
+its hub log is dropped. Its transcript stays in the store, and a late listener or a download
+loads it again from there (and it leaves again after the grace period).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator
 
-from engine.delivery.hub import Hub
-from engine.session import Pipeline, Session
+from engine.factory import SessionFactory
+from engine.session import Session
 from engine.store.base import (
     CodeTaken,
     SessionRecord,
-    SessionStore,
     hash_token,
     new_code,
     new_token,
     normalise_code,
 )
 
+log = logging.getLogger(__name__)
+
 
 class TooManySessions(Exception):
-    """The process holds as many live sessions as its settings allow."""
+    """The process holds as many open sessions as its settings allow."""
 
 
 class SessionRegistry:
-    def __init__(
-        self, store: SessionStore, hub: Hub, pipeline: Pipeline, *, max_sessions: int
-    ) -> None:
-        self._store = store
-        self._hub = hub
-        self._pipeline = pipeline
+    def __init__(self, factory: SessionFactory, *, max_sessions: int, ended_grace_s: float) -> None:
+        self._factory = factory
+        self._store = factory.ports.store
+        self._store_pool = factory.ports.store_pool
+        self._hub = factory.ports.hub
         self._sessions: dict[str, Session] = {}
+        self._loading: dict[str, asyncio.Task[Session | None]] = {}
+        self._releases: dict[str, asyncio.Task[None]] = {}
         self.max_sessions = max_sessions
-        self.on_session: Callable[[Session], Awaitable[None]] | None = None
-        """Called once for each session this process takes on (e.g. to add translation)."""
+        self.ended_grace_s = ended_grace_s
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Session]:
         return iter(list(self._sessions.values()))
+
+    def live_streams(self) -> int:
+        """Presenter streams open in this process."""
+        return sum(1 for session in self._sessions.values() if session.live)
 
     async def create(
         self, title: str, source_language: str, target_languages: tuple[str, ...]
@@ -62,21 +76,19 @@ class SessionRegistry:
                 ended_at=None,
             )
             try:
-                await self._pipeline.store_pool.run(self._store.create, record)
+                await self._store_pool.run(self._store.create, record)
             except CodeTaken:
                 continue
             break
         else:  # pragma: no cover - 20 collisions in a 31**6 space
             raise RuntimeError("could not allocate a session code")
-        session = Session(record, self._store, self._hub, self._pipeline)
-        if self.on_session is not None:
-            await self.on_session(session)
+        session = await self._factory.build(record)
         self._sessions[record.code] = session
         return session, token
 
     async def get(self, code: str) -> Session | None:
         """The session for a join code, loading it (and its finals) from the store if this
-        process has not seen it since it started."""
+        process does not hold it. Requests that ask at once share one load."""
         try:
             code = normalise_code(code)
         except ValueError:
@@ -84,25 +96,61 @@ class SessionRegistry:
         session = self._sessions.get(code)
         if session is not None:
             return session
-        record = await self._pipeline.store_pool.run(self._store.get, code)
+        loading = self._loading.get(code)
+        if loading is None:
+            loading = asyncio.create_task(self._load(code), name=f"load-{code}")
+            self._loading[code] = loading
+            loading.add_done_callback(lambda _: self._loading.pop(code, None))
+        return await asyncio.shield(loading)
+
+    async def _load(self, code: str) -> Session | None:
+        record = await self._store_pool.run(self._store.get, code)
         if record is None:
             return None
-        finals = await self._pipeline.store_pool.run(self._store.finals, code)
-        last_seq = await self._pipeline.store_pool.run(self._store.last_seq, code)
-        session = self._sessions.get(code)  # another request may have loaded it meanwhile
-        if session is None:
-            session = Session(
-                record, self._store, self._hub, self._pipeline, last_seq=last_seq, finals=finals
-            )
-            if self.on_session is not None:
-                await self.on_session(session)
-            self._sessions.setdefault(code, session)
-        return self._sessions[code]
+        finals = await self._store_pool.run(self._store.finals, code)
+        last_seq = await self._store_pool.run(self._store.last_seq, code)
+        session = await self._factory.build(record, last_seq=last_seq, finals=finals)
+        self._sessions[code] = session
+        if session.state == "ended":
+            self.retire(session)
+        return session
 
     def loaded(self, code: str) -> Session | None:
-        """The session if this process has it in memory (never touches the store)."""
+        """The session if this process holds it (never touches the store)."""
         return self._sessions.get(code)
 
-    def forget(self, code: str) -> None:
-        self._sessions.pop(code, None)
-        self._hub.drop(code)
+    def retire(self, session: Session) -> None:
+        """The session has ended: release it after the grace period (once)."""
+        if session.code not in self._releases:
+            task = asyncio.create_task(self._release_later(session), name=f"retire-{session.code}")
+            self._releases[session.code] = task
+
+    async def _release_later(self, session: Session) -> None:
+        try:
+            await asyncio.sleep(self.ended_grace_s)
+            await self.release(session)
+        finally:
+            self._releases.pop(session.code, None)
+
+    async def release(self, session: Session) -> None:
+        """Drop ``session`` from memory now: close its stages, drop its hub log (its
+        subscribers are closed and reconnect to a fresh load)."""
+        if self._sessions.get(session.code) is not session:
+            return
+        del self._sessions[session.code]
+        try:
+            await session.close()
+        finally:
+            self._hub.drop(session.code)
+        log.info("session %s left memory", session.code)
+
+    async def close(self) -> None:
+        """Shutdown: stop pending releases and close every session's stages."""
+        for task in list(self._releases.values()):
+            task.cancel()
+        for task in list(self._releases.values()):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for session in list(self._sessions.values()):
+            with contextlib.suppress(Exception):
+                await session.close()

@@ -81,7 +81,7 @@ class Mode:
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
+class ModeChain:
     """How to translate ``source`` into ``target``: one mode, or two through a pivot."""
 
     source: str
@@ -126,12 +126,12 @@ def _best_modes(modes: Iterable[Mode]) -> dict[tuple[str, str], Mode]:
     return best
 
 
-def routes(modes_dir: Path = MODES_DIR, pivots: Sequence[str] = DEFAULT_PIVOTS) -> list[Route]:
+def routes(modes_dir: Path = MODES_DIR, pivots: Sequence[str] = DEFAULT_PIVOTS) -> list[ModeChain]:
     """Every direction the installed modes can translate: direct ones, then one-pivot chains
     (``source -> pivot -> target``) for directions without a direct mode."""
     direct = _best_modes(installed_modes(modes_dir))
-    found: dict[tuple[str, str], Route] = {
-        key: Route(key[0], key[1], (mode,)) for key, mode in sorted(direct.items())
+    found: dict[tuple[str, str], ModeChain] = {
+        key: ModeChain(key[0], key[1], (mode,)) for key, mode in sorted(direct.items())
     }
     for pivot in (languages.normalise(code) for code in pivots):
         for (source, middle), first in sorted(direct.items()):
@@ -140,7 +140,7 @@ def routes(modes_dir: Path = MODES_DIR, pivots: Sequence[str] = DEFAULT_PIVOTS) 
             for (start, target), second in sorted(direct.items()):
                 if start != pivot or target == source or (source, target) in found:
                     continue
-                found[(source, target)] = Route(source, target, (first, second))
+                found[(source, target)] = ModeChain(source, target, (first, second))
     return list(found.values())
 
 
@@ -156,7 +156,7 @@ def find_route(
     target: str,
     modes_dir: Path = MODES_DIR,
     pivots: Sequence[str] = DEFAULT_PIVOTS,
-) -> Route:
+) -> ModeChain:
     """The route from ``source`` to ``target`` (codes in any form languages.normalise accepts).
 
     Raises :class:`ApertiumUnavailable` when no installed mode or pivot chain connects them."""
@@ -586,3 +586,29 @@ class ApertiumTranslator:
         if self.target == "es":
             text = restore_inverted_marks(text)
         return match_initial_case(text, request)
+
+
+class ApertiumBackend:
+    """:class:`ApertiumTranslator` as an :class:`engine.translation.backends.Translator`
+    (context unused: Apertium is rule-based and sentence by sentence)."""
+
+    passes_placeholders = True
+
+    def __init__(self, translator: ApertiumTranslator) -> None:
+        self._translator = translator
+        self.name = "apertium:" + "+".join(translator.route.mode_names)
+
+    @classmethod
+    def open(cls, source: str, target: str) -> ApertiumBackend:
+        """Start (lazily) the pipelines for ``source -> target``; raises
+        :class:`ApertiumUnavailable` if no installed route connects them."""
+        return cls(ApertiumTranslator(source, target))
+
+    def translate(self, text: str, context: str | None = None) -> str:
+        return self._translator.translate(text)
+
+    def warm_up(self) -> float:
+        return self._translator.warm_up()
+
+    def close(self) -> None:
+        self._translator.close()

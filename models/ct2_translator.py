@@ -308,7 +308,7 @@ class CT2Model:
 
 class CT2Translator:
     """One direction of a :class:`CT2Model`, with the interface of
-    :class:`engine.translation.Translator`."""
+    :class:`engine.translation.backends.Translator`."""
 
     passes_placeholders = False
     """Private-use placeholders become unknown tokens in a neural model."""

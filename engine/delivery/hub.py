@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine.events import Caption, Event, SpeechAudio, StateChange, with_seq
+from engine.events import Caption, Event, SessionState, SpeechAudio, StateChange, with_seq
 
 
 class ListenerTooSlow(Exception):
@@ -182,6 +182,25 @@ class SessionLog:
         return sorted(events, key=lambda e: e.seq)
 
 
+@dataclass(frozen=True, slots=True)
+class AudienceChanged:
+    """Listeners on another node joined, left or switched language in session ``code``."""
+
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    """Another node published a state change of session ``code``."""
+
+    code: str
+    state: SessionState
+
+
+RemoteChange = AudienceChanged | StateChanged
+"""What a shared hub learns of other nodes (:meth:`Hub.remote_changes`)."""
+
+
 Persist = Callable[[Caption], Awaitable[None]]
 """Stores a numbered final caption (the session's store write)."""
 
@@ -243,6 +262,15 @@ class Hub(Protocol):
 
     def listener_count(self, code: str) -> int: ...
 
+    def deepest_queue(self) -> int:
+        """The most events waiting in any one subscriber's queue of this process."""
+        ...
+
+    @property
+    def replaced_drafts(self) -> int:
+        """Drafts replaced in this process's listener queues by newer ones."""
+        ...
+
     def last_seq(self, code: str) -> int:
         """The newest ``seq`` this process knows for ``code`` (a live-only subscriber, such
         as a WebRTC audio track, subscribes from there)."""
@@ -258,110 +286,10 @@ class Hub(Protocol):
         ...
 
     def drop(self, code: str) -> None:
-        """Forget a session (expired); its subscribers are closed."""
+        """Forget a session (it left memory); its subscribers are closed."""
         ...
 
-
-class InMemoryHub:
-    """The single-process hub."""
-
-    def __init__(self, max_queue: int = 1000) -> None:
-        self._logs: dict[str, SessionLog] = {}
-        self._subs: dict[str, set[Subscription]] = {}
-        self.max_queue = max_queue
-        self.replaced_drafts = 0
-        """Drafts replaced in listener queues by newer ones, over every listener."""
-
-    def open(self, code: str, last_seq: int = 0, finals: Iterable[Caption] = ()) -> None:
-        if code not in self._logs:
-            self._logs[code] = SessionLog(last_seq, finals)
-            self._subs[code] = set()
-
-    def log(self, code: str) -> SessionLog:
-        return self._logs[code]
-
-    def number(self, code: str, event: Event) -> Event:
-        return self._logs[code].number(event)
-
-    def publish(self, code: str, event: Event) -> None:
-        """Log an already numbered event and offer it to every subscriber."""
-        self._logs[code].append(event)
-        for sub in presenter_first(self._subs[code]):
-            sub.offer(event)
-
-    async def emit(self, code: str, event: Event, persist: Persist | None = None) -> Event:
-        numbered = self.number(code, event)
-        if persist is not None and isinstance(numbered, Caption) and numbered.is_final:
-            await persist(numbered)
-        self.publish(code, numbered)
-        return numbered
-
-    async def settle(self, code: str) -> None:
-        return None  # publish() offers synchronously
-
-    async def start(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
-
-    def unavailable_reason(self) -> str | None:
-        return None
-
-    def subscribe(
-        self,
-        code: str,
-        langs: frozenset[str],
-        since: int = 0,
-        *,
-        counted: bool = True,
-        audio: bool = False,
-    ) -> Subscription:
-        sub = Subscription(
-            code, langs, ListenerQueue(self.max_queue, self._count_replaced), since, counted, audio
-        )
-        for event in self._logs[code].replay(since, langs):
-            sub.queue.put(event)
-        self._subs[code].add(sub)
-        return sub
-
-    def unsubscribe(self, subscription: Subscription) -> None:
-        subs = self._subs.get(subscription.code)
-        if subs is not None:
-            subs.discard(subscription)
-        subscription.queue.close()
-
-    def set_languages(self, subscription: Subscription, langs: frozenset[str]) -> None:
-        added = langs - subscription.langs
-        subscription.langs = langs
-        if added:
-            for event in self._logs[subscription.code].replay(0, added):
-                if isinstance(event, Caption) and not event.source and event.lang in added:
-                    subscription.queue.put(event)
-
-    def set_audio(self, subscription: Subscription, enabled: bool) -> None:
-        subscription.audio = enabled
-
-    def last_seq(self, code: str) -> int:
-        log = self._logs.get(code)
-        return 0 if log is None else log.seq
-
-    def listener_count(self, code: str) -> int:
-        return sum(1 for sub in self._subs.get(code, ()) if sub.counted)
-
-    def _count_replaced(self) -> None:
-        self.replaced_drafts += 1
-
-    def deepest_queue(self) -> int:
-        return max((len(s.queue) for subs in self._subs.values() for s in subs), default=0)
-
-    def wanted_languages(self, code: str) -> frozenset[str]:
-        return frozenset().union(*(sub.langs for sub in self._subs.get(code, ())))
-
-    def wanted_speech(self, code: str) -> frozenset[str]:
-        return frozenset().union(*(sub.langs for sub in self._subs.get(code, ()) if sub.audio))
-
-    def drop(self, code: str) -> None:
-        for sub in self._subs.pop(code, set()):
-            sub.queue.close()
-        self._logs.pop(code, None)
+    def remote_changes(self) -> AsyncIterator[RemoteChange]:
+        """What other nodes did to sessions this node holds, as it learns of it (a hub of
+        one process yields nothing and ends)."""
+        ...

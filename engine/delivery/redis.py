@@ -17,12 +17,12 @@ node may hold listeners. Per session, Redis keeps (layout in :mod:`engine.delive
   with audio on), rewritten every ``heartbeat_s`` and at once on a change; entries older
   than ``stale_s`` (a node that died) are ignored. ``listener_count``, ``wanted_languages``
   and ``wanted_speech`` are the union over live nodes, so the presenter's node translates
-  and speaks exactly what listeners anywhere asked for; ``on_audience`` is called when
-  another node's audience of a session changes.
+  and speaks exactly what listeners anywhere asked for; :meth:`RedisHub.remote_changes`
+  yields a change when another node's audience of a session changes.
 
 Every node runs one reader task: a blocking ``XREAD`` over the streams of every session it
 has open, from the last entry it delivered. Each entry goes into the node's
-:class:`engine.hub.SessionLog` (backfill for ``since``) and to the node's subscribers whose
+:class:`engine.delivery.hub.SessionLog` (backfill for ``since``) and to the node's subscribers whose
 ``last_seq`` is lower, so a listener that moves to another node with ``since`` gets each
 event once. The emitting node delivers its own events through the same read, in order.
 Audio entries are offered only to subscribers present when they arrive, never backfilled.
@@ -49,7 +49,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,14 @@ import redis.asyncio as aioredis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from engine.delivery.hub import InMemoryHub, Persist, Subscription, presenter_first
+from engine.delivery.fanout import Fanout
+from engine.delivery.hub import (
+    AudienceChanged,
+    Persist,
+    RemoteChange,
+    StateChanged,
+    Subscription,
+)
 from engine.delivery.redis_keys import Backoff, code_of, session_key
 from engine.events import (
     Caption,
@@ -194,11 +201,46 @@ def _stream_items(reply: Any) -> Iterable[tuple[bytes, Sequence[tuple[bytes, Any
     return [(k, v) for k, v in reply]
 
 
-class RedisHub(InMemoryHub):
-    """:class:`engine.hub.Hub` shared by every node through one Redis (policies above).
+class ChangeFeed:
+    """What this node learnt of other nodes, waiting to be taken: audience changes fold
+    into one per session, state changes keep their order."""
 
-    Local fan-out (queues, backfill from the session log, language switches) is the
-    in-process hub's; only :meth:`emit`, delivery and the audience go through Redis.
+    def __init__(self) -> None:
+        self._audience: dict[str, None] = {}
+        self._states: list[StateChanged] = []
+        self._ready = asyncio.Event()
+        self._closed = False
+
+    def audience(self, code: str) -> None:
+        self._audience[code] = None
+        self._ready.set()
+
+    def state(self, code: str, state: SessionState) -> None:
+        self._states.append(StateChanged(code, state))
+        self._ready.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._ready.set()
+
+    async def __aiter__(self) -> AsyncIterator[RemoteChange]:
+        while not self._closed:
+            await self._ready.wait()
+            self._ready.clear()
+            states, self._states = self._states, []
+            codes, self._audience = list(self._audience), {}
+            for change in states:
+                yield change
+            for code in codes:
+                yield AudienceChanged(code)
+
+
+class RedisHub:
+    """:class:`engine.delivery.hub.Hub` shared by every node through one Redis (policies above).
+
+    Local fan-out (queues, backfill from the session log, language switches) is a
+    :class:`engine.delivery.fanout.Fanout`, as in the in-process hub; only :meth:`emit`,
+    delivery and the audience go through Redis.
     """
 
     def __init__(
@@ -209,7 +251,8 @@ class RedisHub(InMemoryHub):
         node: str | None = None,
         config: RedisHubConfig | None = None,
     ) -> None:
-        super().__init__(max_queue)
+        self._audience_wake = asyncio.Event()
+        self.fanout = Fanout(max_queue, on_change=self._audience_wake.set)
         self.config = config or RedisHubConfig()
         self.node = node or uuid.uuid4().hex[:12]
         self._redis = connect_async(url, self.config)
@@ -226,14 +269,11 @@ class RedisHub(InMemoryHub):
         """Sessions this node has an audience entry for in Redis."""
         self._to_clear: set[str] = set()
         self._streams_changed = asyncio.Event()
-        self._audience_wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._error: str | None = "connecting to Redis"
         self._closing = False
-        self.on_audience: Callable[[str], None] | None = None
-        """Called with a session code when other nodes' audience of it changed."""
-        self.on_state: Callable[[str, SessionState], None] | None = None
-        """Called when another node published a state change of a session."""
+        self._changes = ChangeFeed()
+        """Other nodes' audience changes and state changes (:meth:`remote_changes`)."""
 
     # --- lifecycle and health ------------------------------------------------------------
 
@@ -247,6 +287,7 @@ class RedisHub(InMemoryHub):
         """Stop the reader and the audience task between two commands (cancelling a
         blocked ``XREAD`` can hang in redis-py), remove this node's audience entries."""
         self._closing = True
+        self._changes.close()
         self._streams_changed.set()
         self._audience_wake.set()
         if self._tasks:
@@ -277,10 +318,9 @@ class RedisHub(InMemoryHub):
     # --- sessions --------------------------------------------------------------------------
 
     def open(self, code: str, last_seq: int = 0, finals: Iterable[Caption] = ()) -> None:
-        if code in self._logs:
-            return
         finals = list(finals)
-        super().open(code, last_seq, finals)
+        if not self.fanout.open(code, last_seq, finals):
+            return
         # The log holds the stored finals; read the stream from the newest of them on.
         newest = max((c.seq for c in finals), default=0)
         self._cursors[code] = f"{newest}-0".encode()
@@ -290,19 +330,13 @@ class RedisHub(InMemoryHub):
         self._streams_changed.set()
 
     def drop(self, code: str) -> None:
-        super().drop(code)
+        self.fanout.drop(code)
         for table in (self._cursors, self._audio_cursors, self._floors, self._opened_at):
             table.pop(code, None)
         self._remote.pop(code, None)
         if code in self._shared:
             self._to_clear.add(code)
             self._audience_wake.set()
-
-    def number(self, code: str, event: Event) -> Event:
-        raise TypeError("RedisHub numbers in emit(), atomically with the append")
-
-    def publish(self, code: str, event: Event) -> None:
-        raise TypeError("RedisHub publishes in emit(); delivery comes from the stream")
 
     # --- emitting --------------------------------------------------------------------------
 
@@ -362,7 +396,7 @@ class RedisHub(InMemoryHub):
                 await future
 
     def _settled(self, code: str) -> bool:
-        if code not in self._logs:
+        if code not in self.fanout:
             return True
         return all(
             self._delivered.get((code, audio), 0) >= self._emitted.get((code, audio), 0)
@@ -413,7 +447,7 @@ class RedisHub(InMemoryHub):
         code = code_of(text)
         audio = text.endswith(":audio")
         for entry_id, fields in entries:
-            if code not in self._logs:
+            if code not in self.fanout:
                 return
             if audio:
                 self._audio_cursors[code] = entry_id
@@ -431,13 +465,9 @@ class RedisHub(InMemoryHub):
     def _deliver(self, code: str, event: Event, node: str) -> None:
         if isinstance(event, SpeechAudio) and event.ts < self._opened_at.get(code, 0.0):
             return  # audio from before this node followed the session: not live any more
-        self._logs[code].append(event)
-        for sub in presenter_first(self._subs.get(code, ())):
-            if event.seq > sub.last_seq:
-                sub.offer(event)
+        self.fanout.deliver(code, event, only_newer=True)
         if isinstance(event, StateChange) and node != self.node:
-            if self.on_state is not None:
-                self.on_state(code, event.state)
+            self._changes.state(code, event.state)
             self._audience_wake.set()  # its audience probably changed: look now
 
     def _wake_settled(self) -> None:
@@ -461,37 +491,44 @@ class RedisHub(InMemoryHub):
         counted: bool = True,
         audio: bool = False,
     ) -> Subscription:
-        sub = super().subscribe(code, langs, since, counted=counted, audio=audio)
-        self._audience_wake.set()
-        return sub
+        return self.fanout.subscribe(code, langs, since, counted=counted, audio=audio)
 
     def unsubscribe(self, subscription: Subscription) -> None:
-        super().unsubscribe(subscription)
-        self._audience_wake.set()
+        self.fanout.unsubscribe(subscription)
 
     def set_languages(self, subscription: Subscription, langs: frozenset[str]) -> None:
-        super().set_languages(subscription, langs)
-        self._audience_wake.set()
+        self.fanout.set_languages(subscription, langs)
 
     def set_audio(self, subscription: Subscription, enabled: bool) -> None:
-        super().set_audio(subscription, enabled)
-        self._audience_wake.set()
+        self.fanout.set_audio(subscription, enabled)
+
+    def last_seq(self, code: str) -> int:
+        return self.fanout.last_seq(code)
 
     def local_audience(self, code: str) -> Audience:
+        fanout = self.fanout
         return Audience(
-            super().listener_count(code),
-            super().wanted_languages(code),
-            super().wanted_speech(code),
+            fanout.listener_count(code), fanout.wanted_languages(code), fanout.wanted_speech(code)
         )
 
     def listener_count(self, code: str) -> int:
-        return super().listener_count(code) + self._remote.get(code, Audience()).count
+        return self.fanout.listener_count(code) + self._remote.get(code, Audience()).count
 
     def wanted_languages(self, code: str) -> frozenset[str]:
-        return super().wanted_languages(code) | self._remote.get(code, Audience()).langs
+        return self.fanout.wanted_languages(code) | self._remote.get(code, Audience()).langs
 
     def wanted_speech(self, code: str) -> frozenset[str]:
-        return super().wanted_speech(code) | self._remote.get(code, Audience()).speech
+        return self.fanout.wanted_speech(code) | self._remote.get(code, Audience()).speech
+
+    def deepest_queue(self) -> int:
+        return self.fanout.deepest_queue()
+
+    @property
+    def replaced_drafts(self) -> int:
+        return self.fanout.replaced_drafts
+
+    def remote_changes(self) -> AsyncIterator[RemoteChange]:
+        return aiter(self._changes)
 
     async def _audience_loop(self) -> None:
         backoff = Backoff()
@@ -517,7 +554,7 @@ class RedisHub(InMemoryHub):
     async def _sync_audience(self) -> None:
         """Write this node's audience of each open session, read every node's."""
         now = time.time()
-        codes = list(self._logs)
+        codes = self.fanout.codes()
         clearing = list(self._to_clear)
         pipe = self._redis.pipeline(transaction=False)
         pipe.ping()
@@ -527,7 +564,7 @@ class RedisHub(InMemoryHub):
             pipe.hdel(session_key(code, "aud"), self.node)
         for code in codes:
             key = session_key(code, "aud")
-            if self._subs.get(code):
+            if self.fanout.has_subscribers(code):
                 pipe.hset(key, self.node, self.local_audience(code).to_json(now))
                 pipe.pexpire(key, ttl_ms)
                 shared.add(code)
@@ -547,9 +584,8 @@ class RedisHub(InMemoryHub):
                 audience, at = Audience.from_json(value)
                 if now - at <= self.config.stale_s:
                     remote = remote | audience
-            if code in self._logs and remote != self._remote.get(code, Audience()):
+            if code in self.fanout and remote != self._remote.get(code, Audience()):
                 self._remote[code] = remote
                 changed.append(code)
         for code in changed:
-            if self.on_audience is not None:
-                self.on_audience(code)
+            self._changes.audience(code)

@@ -3,7 +3,7 @@
 Every key of one session carries the session code as a hash tag (``interp:s:{CODE}:...``),
 so one session's keys live together. Layout:
 
-- ``...:rec``     hash: the session record (:class:`engine.store.SessionRecord` fields)
+- ``...:rec``     hash: the session record (:class:`engine.store.base.SessionRecord` fields)
 - ``...:finals``  sorted set: final captions, score = ``seq``, member = JSON
 - ``...:events``  stream: every caption, state and error event, entry id ``<seq>-0``
 - ``...:audio``   stream: spoken-translation chunks (live only; short, separate bound)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -39,4 +40,13 @@ class Transcriber(Protocol):
 
     def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
         """Words of ``audio`` (16 kHz mono float32) with times relative to its first sample."""
+        ...
+
+
+class LanguageIdentifier(Protocol):
+    """Which of a few languages is spoken (Whisper's language identification)."""
+
+    def identify(self, audio: Samples, candidates: Sequence[str]) -> dict[str, float]:
+        """Probability of each candidate language for ``audio`` (16 kHz mono float32);
+        blocking: run it in the ASR pool."""
         ...

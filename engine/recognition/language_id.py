@@ -1,13 +1,14 @@
 """A stream in whichever of a few languages is spoken (a traveller's conversation on one phone).
 
-:class:`DetectingRecognizer` stands in for a :class:`~engine.recognizer.StreamingRecognizer`
-whose language is not known yet: it holds the stream's first audio until the voice activity
-detector (Silero, the same model the recogniser uses) has heard ``min_speech_s`` of speech (or
-the stream stops, or ``max_wait_s`` of speech-bearing audio passed), asks Whisper's language
-identification which of the ``candidates`` it is (restricted to them: the other languages
-Whisper knows are ignored), then hands all the held audio to a recogniser in that language
-and delegates to it from then on. Captions therefore start about ``min_speech_s`` later than
-on a stream whose language was given; finals are unaffected.
+:class:`DetectingRecognizer` stands in for a
+:class:`~engine.recognition.recognizer.StreamingRecognizer` whose language is not known yet:
+it holds the stream's first audio until the voice activity detector (Silero, the same model
+the recogniser uses) has heard ``min_speech_s`` of speech (or the stream stops, or
+``max_wait_s`` of speech-bearing audio passed), asks Whisper's language identification which
+of the ``candidates`` it is (restricted to them: the other languages Whisper knows are
+ignored), then hands all the held audio to a recogniser in that language and delegates to it
+from then on. Captions therefore start about ``min_speech_s`` later than on a stream whose
+language was given; finals are unaffected.
 
 While only silence has been heard, the held audio is cut to a short lead-in, so a speaker
 who taps and waits neither has their language guessed from silence nor fills memory.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
 
 import numpy as np
 
@@ -31,13 +31,6 @@ log = logging.getLogger(__name__)
 Samples = np.ndarray
 LEAD_IN = SAMPLE_RATE // 2
 """Samples of silence kept before the first speech."""
-
-
-class LanguageIdentifier(Protocol):
-    def identify(self, audio: Samples, candidates: Sequence[str]) -> dict[str, float]:
-        """Probability of each candidate language for ``audio`` (16 kHz mono float32);
-        blocking: run it in the ASR pool."""
-        ...
 
 
 class DetectingRecognizer:

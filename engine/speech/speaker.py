@@ -58,6 +58,19 @@ class Synthesizer(Protocol):
 VoiceSource = Callable[[str], Awaitable[Synthesizer | None]]
 """Gives the (loaded) voice for a language, or None if no voice speaks it."""
 
+
+class VoiceProvider(Protocol):
+    """The voices of a process (:class:`models.voices.VoiceBank`)."""
+
+    def languages(self) -> frozenset[str]:
+        """Languages some voice speaks."""
+        ...
+
+    def load(self, lang: str) -> Synthesizer | None:
+        """The loaded voice for ``lang`` (None if none speaks it); blocking, thread-safe."""
+        ...
+
+
 Run = Callable[..., Awaitable[object]]
 """A worker pool's ``run``: where blocking synthesis happens."""
 

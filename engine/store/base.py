@@ -25,7 +25,6 @@ TOKEN_BYTES = 24  # 192 random bits; the protocol asks for at least 128.
 SESSION_STATES: tuple[SessionState, ...] = get_args(SessionState)
 
 
-
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
     """What is stored about a session. ``code`` is upper-case; times are unix seconds."""

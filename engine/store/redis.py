@@ -124,7 +124,8 @@ def connect_sync(url: str, retries: int = 10) -> redis.Redis:
 
 
 class RedisSessionStore:
-    """:class:`engine.store.SessionStore` in Redis (thread-safe: redis-py pools connections)."""
+    """:class:`engine.store.base.SessionStore` in Redis (thread-safe: redis-py pools its
+    connections)."""
 
     def __init__(self, url: str, *, retries: int = 10) -> None:
         self._redis = connect_sync(url, retries)

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine import languages
-from models.catalog import ModelError
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +63,7 @@ class Backend:
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
+class TranslationRoute:
     """How ``source`` is translated into ``target``: drafts (fast; ``None``: not translated,
     the source draft shows until the final) and the final (best quality)."""
 
@@ -100,16 +99,14 @@ def quality_note(backend: Backend, source: str, target: str) -> str:
     return f"CTranslate2 model {backend.ref}: the user's model, quality not measured here"
 
 
-def _ct2_languages(path: str) -> frozenset[str]:
-    from models.ct2_translator import inspect_model
-
-    return inspect_model(path).languages
+def _no_ct2_models(path: str) -> frozenset[str]:
+    raise ValueError(f"no way to read the languages of {path} was given")
 
 
 class RouteTable:
     """Every translatable pair with its backends; immutable once built."""
 
-    def __init__(self, routes: Iterable[Route], problems: Iterable[str] = ()) -> None:
+    def __init__(self, routes: Iterable[TranslationRoute], problems: Iterable[str] = ()) -> None:
         self._routes = {(r.source, r.target): r for r in routes}
         self.problems = tuple(problems)
         """Configured models that could not be used (shown to the operator, not fatal)."""
@@ -121,20 +118,27 @@ class RouteTable:
         apertium: Iterable[tuple[str, str, list[str]]] = (),
         ct2: Mapping[str, str] | None = None,
         whisper_translate: str | None = None,
-        ct2_languages: Callable[[str], frozenset[str]] = _ct2_languages,
+        ct2_languages: Callable[[str], frozenset[str]] | Mapping[str, frozenset[str]] = (
+            _no_ct2_models
+        ),
+        problems: Iterable[str] = (),
     ) -> RouteTable:
         """The table for what is installed: ``apertium`` as
         :func:`models.apertium.available_routes` returns it, ``ct2`` the user's models
-        (``{"en-de": path}`` or ``{"*": path}``), ``whisper_translate`` the multilingual
-        Whisper model that translates speech into English (``"base"``; ``None``: off)."""
+        (``{"en-de": path}`` or ``{"*": path}``) with ``ct2_languages`` giving the languages
+        of each model path, ``whisper_translate`` the multilingual Whisper model that
+        translates speech into English (``"base"``; ``None``: off). ``problems``: configured
+        models already found unusable (:func:`models.translators.installed_routes`)."""
+        if isinstance(ct2_languages, Mapping):
+            ct2_languages = ct2_languages.__getitem__
         text: dict[tuple[str, str], dict[str, Backend]] = {}
-        problems: list[str] = []
+        problems = list(problems)
         for source, target, modes in apertium:
             text.setdefault((source, target), {})["apertium"] = Backend("apertium", "+".join(modes))
         for key, path in (ct2 or {}).items():
             try:
                 pairs = _ct2_pairs(key, path, ct2_languages)
-            except (ModelError, ValueError, KeyError) as exc:
+            except (ValueError, KeyError) as exc:
                 log.warning("CTranslate2 model %s for %r not used: %s", path, key, exc)
                 problems.append(f"{key}: {path}: {exc}")
                 continue
@@ -156,10 +160,10 @@ class RouteTable:
             note = f"final: {quality_note(final, source, target)}; draft: " + (
                 quality_note(draft, source, target) if draft else "none (source shown)"
             )
-            routes.append(Route(source, target, draft, final, note))
+            routes.append(TranslationRoute(source, target, draft, final, note))
         return cls(routes, problems)
 
-    def lookup(self, source: str, target: str) -> Route | None:
+    def lookup(self, source: str, target: str) -> TranslationRoute | None:
         """The route for a pair (codes in any form :func:`languages.normalise` accepts)."""
         try:
             key = (languages.normalise(source), languages.normalise(target))
@@ -185,7 +189,7 @@ class RouteTable:
             "problems": list(self.problems),
         }
 
-    def __iter__(self) -> Iterator[Route]:
+    def __iter__(self) -> Iterator[TranslationRoute]:
         return iter(sorted(self._routes.values(), key=lambda r: (r.source, r.target)))
 
     def __len__(self) -> int:

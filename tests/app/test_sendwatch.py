@@ -10,7 +10,7 @@ from starlette.websockets import WebSocketState
 
 from app.listen import _send_events
 from app.sendwatch import SendWatch
-from engine.delivery.hub import InMemoryHub
+from engine.delivery.memory import InMemoryHub
 from engine.events import Caption
 
 

@@ -17,6 +17,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import av
 import httpx
@@ -26,18 +27,20 @@ import pytest
 import uvicorn
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from starlette.applications import Starlette
+from starlette.types import Receive, Scope, Send
 
 from app.ice import IceServer, parse_ice_servers
 from app.main import create_app
+from app.services import RecognitionModel
 from app.settings import Settings
 from app.webrtc_media import FRAME_SAMPLES, OUT_RATE, SpeechTrack
 from bench.recordings import load_recording
 from bench.webrtc_replay import PcmTrack, connect, new_peer, post_offer, present_webrtc
 from engine.audio import Samples
-from engine.delivery.hub import InMemoryHub
+from engine.delivery.memory import InMemoryHub
 from engine.events import SpeechAudio, Word
 from engine.recognition.asr import DecodeOptions
-from engine.session import StreamLimits
+from engine.stream import StreamLimits
 from tests.support import (
     EVAL,
     LONGFORM_EN,
@@ -138,6 +141,8 @@ class FakeTranscriber:
 class InProcess:
     url: str
     app: Starlette
+    state: dict[str, Any]
+    """The lifespan's state: ``services``, ``peers``, ``send_watch``."""
 
 
 @contextlib.asynccontextmanager
@@ -155,9 +160,20 @@ async def in_process_server(tmp_path: Path) -> AsyncIterator[InProcess]:
         limits=StreamLimits(max_speed=8.0),
         session_create_per_minute=0,
     )
-    app = create_app(settings, transcriber_factory=lambda spec, s: FakeTranscriber())
+    app = create_app(
+        settings, transcriber_factory=lambda spec, s: RecognitionModel(FakeTranscriber())
+    )
+    states: list[dict[str, Any]] = []
+
+    async def keep_state(scope: Scope, receive: Receive, send: Send) -> None:
+        """The app, keeping a reference to the lifespan's state (ASGI lifespan state, which
+        the app fills at start-up) for the test."""
+        if scope["type"] == "lifespan":
+            states.append(scope["state"])
+        await app(scope, receive, send)
+
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning")
+        uvicorn.Config(keep_state, host="127.0.0.1", port=settings.port, log_level="warning")
     )
     serving = asyncio.create_task(server.serve())
     url = f"http://127.0.0.1:{settings.port}"
@@ -168,7 +184,7 @@ async def in_process_server(tmp_path: Path) -> AsyncIterator[InProcess]:
                     if (await client.get("/readyz")).status_code == 200:
                         break
                 await asyncio.sleep(0.05)
-        yield InProcess(url, app)
+        yield InProcess(url, app, states[0])
     finally:
         server.should_exit = True
         await asyncio.wait_for(serving, 60)
@@ -261,10 +277,10 @@ async def test_bad_offers_get_clear_4xx_errors(tmp_path: Path) -> None:
         gone = await post_offer(server.url, code, {**good, "role": "listen", "lang": "en"})
         assert gone.status_code == 410, gone.text
         for _ in range(50):
-            if len(server.app.state.webrtc) == 0:
+            if len(server.state["peers"]) == 0:
                 break
             await asyncio.sleep(0.1)
-        assert len(server.app.state.webrtc) == 0
+        assert len(server.state["peers"]) == 0
         config = (await http("GET", f"{server.url}/api/webrtc/config")).json()
         assert config == {"iceServers": []}
 
@@ -280,8 +296,8 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
         )
         await asyncio.wait_for(track.done.wait(), 20)
         await pc.close()  # no data channel, no stop: closing must finalise
-        services = server.app.state.services
-        live = await services.registry.get(session["code"])
+        services = server.state["services"]
+        live = await services.engine().registry.get(session["code"])
         for _ in range(100):
             if live.stream is not None and live.stream.finished:
                 break
@@ -294,10 +310,10 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
         ).text
         assert "hello" in transcript.lower()
         for _ in range(50):
-            if len(server.app.state.webrtc) == 0:
+            if len(server.state["peers"]) == 0:
                 break
             await asyncio.sleep(0.1)
-        assert len(server.app.state.webrtc) == 0
+        assert len(server.state["peers"]) == 0
         # The session takes a new stream afterwards (over the WebSocket or WebRTC).
         again = new_peer()
         again.addTrack(PcmTrack(tone(0.5, 16000), 16000))
@@ -366,7 +382,7 @@ async def test_receive_only_listener_hears_speech_published_to_the_hub(tmp_path:
                 break
             await asyncio.sleep(0.05)
         assert pc.connectionState == "connected"
-        services = server.app.state.services
+        services = server.state["services"]
         assert services.hub.listener_count(code) == facts_before["listeners"] + 1
         assert "en" in services.hub.wanted_speech(code)
         await asyncio.sleep(0.5)

@@ -18,11 +18,12 @@ import websockets
 from websockets.exceptions import ConnectionClosed
 
 from app.main import create_app
+from app.services import RecognitionModel
 from app.settings import Settings
 from engine.audio import Samples
 from engine.events import Word
 from engine.recognition.asr import DecodeOptions
-from engine.session import StreamLimits
+from engine.stream import StreamLimits
 from tests.support import (
     LONGFORM_EN,
     ServerProcess,
@@ -180,7 +181,7 @@ async def test_a_model_failure_is_reported_and_the_session_carries_on(tmp_path: 
         warm_models=False,
         limits=StreamLimits(max_speed=8.0),
     )
-    app = create_app(settings, transcriber_factory=lambda spec, s: fake)
+    app = create_app(settings, transcriber_factory=lambda spec, s: RecognitionModel(fake))
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning")
     )

@@ -7,12 +7,12 @@ import asyncio
 import pytest
 
 from engine.delivery.hub import (
-    InMemoryHub,
     ListenerQueue,
     ListenerTooSlow,
     Subscription,
     SubscriptionClosed,
 )
+from engine.delivery.memory import InMemoryHub
 from engine.events import Caption, StateChange
 
 
@@ -83,7 +83,7 @@ async def test_stalled_listener_does_not_slow_publishing_or_others() -> None:
 
     reader = asyncio.create_task(read())
     for i in range(100):
-        hub.publish("ABC", hub.number("ABC", cap(i, "final")))
+        await hub.emit("ABC", cap(i, "final"))
         await asyncio.sleep(0)
     await asyncio.wait_for(reader, 2)
     assert received == list(range(1, 101))
@@ -91,7 +91,7 @@ async def test_stalled_listener_does_not_slow_publishing_or_others() -> None:
         await stalled.get()
 
 
-def test_backfill_after_since_has_finals_and_newest_open_draft() -> None:
+async def test_backfill_after_since_has_finals_and_newest_open_draft() -> None:
     hub = InMemoryHub()
     hub.open("ABC")
     for event in [
@@ -102,7 +102,7 @@ def test_backfill_after_since_has_finals_and_newest_open_draft() -> None:
         StateChange("live", 3),
         cap(2, "final", "C", lang="es"),
     ]:
-        hub.publish("ABC", hub.number("ABC", event))
+        await hub.emit("ABC", event)
     sub = hub.subscribe("ABC", frozenset({"en"}), since=0)
     items = drain(sub.queue)
     assert [(type(e).__name__, getattr(e, "text", None)) for e in items] == [
@@ -114,11 +114,11 @@ def test_backfill_after_since_has_finals_and_newest_open_draft() -> None:
     assert [getattr(e, "text", None) for e in drain(later.queue)] == ["b2", None]
 
 
-def test_language_switch_backfills_translated_finals() -> None:
+async def test_language_switch_backfills_translated_finals() -> None:
     hub = InMemoryHub()
     hub.open("ABC")
-    hub.publish("ABC", hub.number("ABC", cap(0, "final", "hello")))
-    hub.publish("ABC", hub.number("ABC", cap(0, "final", "hola", lang="es")))
+    await hub.emit("ABC", cap(0, "final", "hello"))
+    await hub.emit("ABC", cap(0, "final", "hola", lang="es"))
     sub = hub.subscribe("ABC", frozenset({"en"}))
     assert [e.text for e in drain(sub.queue)] == ["hello"]  # type: ignore[attr-defined]
     hub.set_languages(sub, frozenset({"es"}))

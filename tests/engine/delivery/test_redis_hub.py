@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from engine.delivery.hub import Subscription
+from engine.delivery.hub import AudienceChanged, StateChanged, Subscription
 from engine.delivery.redis import RedisHub, RedisHubConfig
 from engine.events import Caption, Event, SpeechAudio, StateChange
 from engine.store.redis import RedisSessionStore
@@ -128,7 +128,13 @@ async def test_backfill_and_resume_on_another_node(
 async def test_audience_is_the_union_over_nodes(nodes: list[RedisHub]) -> None:
     a, b, _ = nodes
     changed: list[str] = []
-    a.on_audience = changed.append
+
+    async def follow() -> None:
+        async for change in a.remote_changes():
+            if isinstance(change, AudienceChanged):
+                changed.append(change.code)
+
+    follower = asyncio.create_task(follow())
     a.open(CODE)
     b.open(CODE)
     a.subscribe(CODE, frozenset(), counted=False)  # the presenter's own view
@@ -138,11 +144,26 @@ async def test_audience_is_the_union_over_nodes(nodes: list[RedisHub]) -> None:
     await eventually(lambda: a.listener_count(CODE) == 3)
     assert a.wanted_languages(CODE) == {"en", "es", "fr"}
     assert a.wanted_speech(CODE) == {"es"}
-    assert changed and set(changed) == {CODE}
+    await eventually(lambda: bool(changed))
+    assert set(changed) == {CODE}
+    follower.cancel()
     await eventually(lambda: b.listener_count(CODE) == 3)
     b.unsubscribe(spanish)
     await eventually(lambda: a.wanted_languages(CODE) == {"en", "fr"})
     assert a.wanted_speech(CODE) == frozenset() and a.listener_count(CODE) == 2
+
+
+async def test_another_nodes_state_change_is_fed_to_this_node(nodes: list[RedisHub]) -> None:
+    a, b, _ = nodes
+    a.open(CODE)
+    b.open(CODE)
+    changes = aiter(a.remote_changes())
+    await b.emit(CODE, StateChange("ended", 0))
+    await a.emit(CODE, StateChange("live", 0))  # this node's own: not fed back
+    change = await asyncio.wait_for(anext(changes), 5)
+    assert change == StateChanged(CODE, "ended")
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(anext(changes), 0.5)
 
 
 async def test_a_dead_nodes_audience_expires(redis_server: RedisServer) -> None:

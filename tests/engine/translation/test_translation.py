@@ -16,21 +16,17 @@ import pytest
 
 from engine.events import Caption, ErrorEvent, Event, Word
 from engine.recognition.asr import DecodeOptions
-from engine.translation.backends import (
-    ApertiumBackend,
-    PooledTranslator,
-    TargetPlan,
-    Translators,
-    whisper_translate,
-)
-from engine.translation.routes import Backend, Route, RouteTable, whisper_sources
+from engine.translation.backends import PooledTranslator, TargetPlan, whisper_translate
+from engine.translation.routes import Backend, RouteTable, TranslationRoute, whisper_sources
 from engine.translation.stage import SessionTranslator, TranslationConfig
 from engine.translation.text import PLACEHOLDER_BASE, Glossary, Terms, stabilise
 from engine.workers import WorkerPool, Workers
+from models.apertium import ApertiumBackend
+from models.translators import Translators, installed_routes
 from tests.support import EVAL, read_wav
 
 FLORES = EVAL / "mt_text" / "flores200_devtest"
-APERTIUM_EN_ES = Route(
+APERTIUM_EN_ES = TranslationRoute(
     "en", "es", Backend("apertium", "eng-spa"), Backend("apertium", "eng-spa"), ""
 )
 
@@ -112,7 +108,7 @@ def plan_for(
     final: ScriptedTranslator | None = None,
 ) -> TargetPlan:
     backend = Backend("ct2", translator.name)
-    route = Route("en", target, backend if drafts else None, backend, "")
+    route = TranslationRoute("en", target, backend if drafts else None, backend, "")
     return TargetPlan(
         route,
         PooledTranslator(translator, pool) if drafts else None,
@@ -186,11 +182,9 @@ APERTIUM_ROUTES = [
 
 
 def test_route_table_prefers_whisper_then_ct2_then_apertium(tmp_path: Path) -> None:
-    from models.ct2_translator import CT2ModelError
-
     def known(path: str) -> frozenset[str]:
         if "missing" in path:
-            raise CT2ModelError(f"CTranslate2 model directory {path} does not exist")
+            raise ValueError(f"CTranslate2 model directory {path} does not exist")
         return frozenset({"en", "de", "es"}) if "nllb" in path else frozenset()
 
     table = RouteTable.build(
@@ -380,7 +374,7 @@ async def test_speech_route_without_draft_shows_nothing_until_whisper_final(
         prompts.append(prompt)
         return f"english for {len(audio)} samples"
 
-    route = Route("es", "en", None, Backend("whisper", "base"), "")
+    route = TranslationRoute("es", "en", None, Backend("whisper", "base"), "")
     published = Recorder()
     session = SessionTranslator(
         "es",
@@ -483,7 +477,7 @@ async def test_tiny_ct2_model_through_translators(tmp_path: Path) -> None:
     from tests.models.test_ct2_translator import build_tiny_model
 
     path = build_tiny_model(tmp_path / "opus-en-es", "marian")
-    table = RouteTable.build(ct2={"en-es": str(path)})
+    table = installed_routes(apertium=False, ct2={"en-es": str(path)}, whisper_translate=None)
     route = table.lookup("en", "es")
     assert route is not None and route.final_backend.kind == "ct2"
     workers = Workers()
@@ -540,7 +534,7 @@ async def test_whisper_translate_final_on_real_speech() -> None:
             pcm, rate = read_wav(EVAL / "fleurs_st" / str(clip["audio"]))
             assert rate == 16000
             audio = np.frombuffer(pcm, np.int16).astype(np.float32) / 32768.0
-            route = Route(lang, "en", None, Backend("whisper", "base"), "")
+            route = TranslationRoute(lang, "en", None, Backend("whisper", "base"), "")
             published = Recorder()
             session = SessionTranslator(
                 lang,

@@ -1,0 +1,168 @@
+"""The presenter's lifecycle, the same for every transport.
+
+Start presenting (credentials, language, sample rate, finals mode), feed audio, stop
+(finalise everything said, have it translated and delivered, then report the end), end the
+session, and count live streams. The WebSocket (app/present.py), WebRTC (app/webrtc.py),
+``POST .../end`` (app/api.py) and shutdown (app/main.py) all call this API; none of them
+repeats a step. A refusal is a :class:`engine.refusals.Refused` with a typed reason; each
+transport maps reasons to its own codes in one table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+from engine import languages
+from engine.delivery.hub import Hub, Subscription
+from engine.recognition.resources import Recognition
+from engine.refusals import Refusal, Refused
+from engine.registry import SessionRegistry
+from engine.session import AUTO, Session
+from engine.store.base import verify_token
+from engine.stream import PresenterStream, StreamLimits
+
+log = logging.getLogger(__name__)
+
+FinalsMode = Literal["careful", "fast"]
+
+MIN_RATE, MAX_RATE = 8000, 96000
+"""Sample rates a presenter may send (the server resamples to 16 kHz)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartRequest:
+    """What a presenter asks for when starting a stream."""
+
+    token: str | None
+    sample_rate: int
+    language: str | None = None
+    """A language code, ``"auto"`` (detect among the session's languages) or None (the
+    session's own language)."""
+    finals: FinalsMode = "careful"
+    """``"fast"``: finals decode in the short window (a conversation turn, where someone
+    waits for each final)."""
+
+
+def check_credentials(session: Session, token: str | None) -> None:
+    """Raise :class:`Refused` unless ``token`` is the session's presenter token."""
+    if not token:
+        raise Refused(Refusal.NO_CREDENTIALS, "presenter token required")
+    if not verify_token(session.record, token):
+        raise Refused(Refusal.BAD_CREDENTIALS, "wrong presenter token")
+
+
+class Presentation:
+    """One live presenter stream and the presenter's own view of the session's events."""
+
+    def __init__(self, session: Session, stream: PresenterStream, events: Subscription, hub: Hub):
+        self.session = session
+        self.stream = stream
+        self.events = events
+        """Everything the session publishes, as a listener of its own language sees it (not
+        counted as audience). Closed after :meth:`stop`, once it holds the last events."""
+        self._hub = hub
+
+    def feed(self, pcm: bytes) -> None:
+        """One message of 16-bit little-endian mono PCM at the declared rate; raises
+        :class:`Refused` on bad input (the stream cannot continue)."""
+        self.stream.feed(pcm)
+
+    async def stop(self) -> None:
+        """Finalise everything said, have every final translated and delivered to this
+        process's subscribers; then :attr:`events` ends after the last of them."""
+        await self._finalise()
+        self.events.queue.close()
+
+    async def release(self) -> None:
+        """The transport is gone (a hang-up, a refusal, shutdown): what was said is still
+        finalised for the audience; the presenter's view is closed."""
+        try:
+            await self._finalise()
+        finally:
+            self._hub.unsubscribe(self.events)
+
+    async def _finalise(self) -> None:
+        if not self.stream.finished:
+            await self.stream.finish()
+        await self.session.drain_translation()
+        await self._hub.settle(self.session.code)  # a shared hub delivers by reading back
+
+
+class Presenting:
+    """Starts and ends presenters' streams in this process."""
+
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        recognition: Recognition,
+        hub: Hub,
+        *,
+        limits: StreamLimits,
+        max_live_streams: int,
+    ) -> None:
+        self._registry = registry
+        self._recognition = recognition
+        self._hub = hub
+        self.limits = limits
+        self.max_live_streams = max_live_streams
+
+    def live_streams(self) -> int:
+        return self._registry.live_streams()
+
+    def language_of(self, session: Session, requested: str | None) -> str:
+        """The canonical language a stream will be in, ``"auto"``, or :class:`Refused`."""
+        if requested is None:
+            return session.record.source_language
+        if requested == AUTO:
+            return AUTO
+        if not languages.is_known(requested):
+            raise Refused(Refusal.UNKNOWN_LANGUAGE, f"unknown language {requested!r}")
+        language = languages.normalise(requested)
+        if not self._recognition.can_recognise(language):
+            raise Refused(Refusal.NO_MODEL, f"no recognition model for {language!r}")
+        return language
+
+    async def start(self, session: Session, request: StartRequest) -> Presentation:
+        """Open a stream: the session goes live and recognises what it is sent."""
+        check_credentials(session, request.token)
+        if not MIN_RATE <= request.sample_rate <= MAX_RATE:
+            raise Refused(
+                Refusal.BAD_AUDIO, f"sample_rate must be an integer {MIN_RATE}-{MAX_RATE}"
+            )
+        language = self.language_of(session, request.language)
+        if self.live_streams() >= self.max_live_streams:
+            raise Refused(Refusal.AT_CAPACITY, "server is at its limit of live streams")
+        stream = session.open_stream(
+            request.sample_rate, language, self.limits, fast_finals=request.finals == "fast"
+        )
+        events = self._hub.subscribe(session.code, frozenset(), 0, counted=False)
+        stream.start()
+        presentation = Presentation(session, stream, events, self._hub)
+        try:
+            await session.set_state("live")
+        except BaseException:
+            await presentation.release()
+            raise
+        return presentation
+
+    async def end(self, session: Session, token: str | None) -> None:
+        """End the session: finalise a stream still open, then mark it ended; it leaves
+        memory after the registry's grace period."""
+        check_credentials(session, token)
+        if session.stream is not None and not session.stream.finished:
+            await session.stream.finish()
+        await session.drain_translation()
+        await session.set_state("ended")
+        self._registry.retire(session)
+
+    async def shutdown(self) -> None:
+        """Finalise every open stream so nothing said is lost, then close every session."""
+        for session in self._registry:
+            with contextlib.suppress(Exception):
+                if session.stream is not None and not session.stream.finished:
+                    await session.stream.finish()
+                await session.drain_translation()
+        await self._registry.close()

@@ -1,0 +1,36 @@
+"""Why the engine refuses a presenter: typed reasons, mapped to a close code or an HTTP status
+by each transport in one table at its edge (app/present.py, app/webrtc.py)."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Refusal(enum.Enum):
+    """A reason a stream cannot start or continue."""
+
+    NO_CREDENTIALS = "no credentials"
+    BAD_CREDENTIALS = "bad credentials"
+    UNKNOWN_LANGUAGE = "unknown language"
+    NO_MODEL = "no model"
+    """No recognition model for the language (or detection without the multilingual one)."""
+    BAD_AUDIO = "bad audio"
+    """Undecodable PCM, an unsupported encoding or sample rate."""
+    MESSAGE_TOO_BIG = "message too big"
+    TOO_FAST = "too fast"
+    """Audio arrives faster than real time allows."""
+    TOO_LONG = "too long"
+    SESSION_ENDED = "session ended"
+    ALREADY_LIVE = "already live"
+    """Another stream is presenting in this session."""
+    AT_CAPACITY = "at capacity"
+    """The server has as many live streams as it allows."""
+
+
+class Refused(Exception):
+    """The engine refused a presenter: ``reason`` says why, ``message`` says it to a person."""
+
+    def __init__(self, reason: Refusal, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message

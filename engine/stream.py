@@ -1,0 +1,174 @@
+"""One presenter stream: PCM in, captions published and handed to translation.
+
+Compute-aware: the stream's task takes a recognition step whenever audio has arrived, and one
+step takes all the audio that arrived since the last (engine/recognition/recognizer.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.audio import SAMPLE_RATE, AudioFormatError, Samples, StreamResampler, decode_pcm16
+from engine.events import Caption, ErrorEvent, Event
+from engine.refusals import Refusal, Refused
+from engine.telemetry import Observer
+from engine.translation.stage import SessionTranslator
+from engine.workers import Saturated
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    """Bounds on one presenter stream (documented in docs/protocol.md)."""
+
+    max_message_bytes: int = 64 * 1024
+    burst_seconds: float = 10.0
+    """Audio may run ahead of the wall clock by at most this much (a client's buffer
+    flushing after a network hiccup); beyond it the sender is faster than real time."""
+    max_speed: float = 1.0
+    """Audio seconds per wall second a presenter may send (tests and replays raise it)."""
+    max_stream_seconds: float = 4 * 3600.0
+
+
+class Recognizer(Protocol):
+    """What a stream needs of its recogniser (a StreamingRecognizer, or a
+    DetectingRecognizer until it knows the language)."""
+
+    @property
+    def received_until(self) -> float: ...
+
+    @property
+    def backlog(self) -> float: ...
+
+    @property
+    def language(self) -> str | None: ...
+
+    @property
+    def context(self) -> str: ...
+
+    @property
+    def skipped_drafts(self) -> int: ...
+
+    def push(self, samples: Samples) -> None: ...
+
+    async def step(self) -> list[Caption]: ...
+
+    async def finish(self) -> list[Caption]: ...
+
+    def take_final_audio(self, segment: int) -> Samples | None: ...
+
+
+Publish = Callable[..., Awaitable[Event]]
+"""The session's publish (``publish(event, arrived=...)``, engine/publisher.py)."""
+
+
+class PresenterStream:
+    """Audio in, captions out, for one WebSocket (or WebRTC track) of the presenter."""
+
+    def __init__(
+        self,
+        code: str,
+        recognizer: Recognizer,
+        sample_rate: int,
+        limits: StreamLimits,
+        *,
+        publish: Publish,
+        translators: Mapping[str, SessionTranslator],
+        observer: Observer,
+        on_closed: Callable[[PresenterStream], None],
+    ) -> None:
+        self.code = code
+        self.recognizer = recognizer
+        self.limits = limits
+        self._publish_event = publish
+        self._translators = translators
+        self._observer = observer
+        self._on_closed = on_closed
+        self._resampler = StreamResampler(sample_rate, SAMPLE_RATE)
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self.finished = False
+        self._started = time.monotonic()
+        self._received_seconds = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._arrivals: deque[tuple[float, float]] = deque(maxlen=4096)
+        """(session audio time at the end of a message, monotonic arrival time)."""
+        self.errors = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"asr-{self.code}")
+
+    def feed(self, data: bytes) -> None:
+        """Take one binary message of PCM; raises :class:`Refused` on bad input."""
+        if len(data) > self.limits.max_message_bytes:
+            raise Refused(
+                Refusal.MESSAGE_TOO_BIG, f"audio message over {self.limits.max_message_bytes} bytes"
+            )
+        try:
+            samples = decode_pcm16(data)
+        except AudioFormatError as exc:
+            raise Refused(Refusal.BAD_AUDIO, str(exc)) from exc
+        self._received_seconds += len(samples) / self._resampler.source_rate
+        elapsed = time.monotonic() - self._started
+        if self._received_seconds > elapsed * self.limits.max_speed + self.limits.burst_seconds:
+            raise Refused(Refusal.TOO_FAST, "audio arrives faster than real time")
+        if self._received_seconds > self.limits.max_stream_seconds:
+            raise Refused(Refusal.TOO_LONG, "stream is longer than the session limit")
+        self.recognizer.push(self._resampler.process(samples))
+        self._arrivals.append((self.recognizer.received_until, time.monotonic()))
+        self._wake.set()
+
+    def arrival_of(self, audio_time: float) -> float | None:
+        """When the audio up to ``audio_time`` arrived (``time.monotonic``; None if unknown)."""
+        for end, arrived in self._arrivals:
+            if end >= audio_time:
+                return arrived
+        return None
+
+    async def finish(self) -> None:
+        """Stop: finalise everything said, wait until its events are published."""
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    await self._publish(self.recognizer.finish)
+                    return
+                if self.recognizer.backlog > 0:
+                    await self._publish(self.recognizer.step)
+        finally:
+            self.finished = True
+            self._on_closed(self)
+
+    async def _publish(self, work: Callable[[], Awaitable[list[Caption]]]) -> None:
+        try:
+            events = await work()
+        except Saturated:
+            return
+        except Exception as exc:  # a model failure: tell the audience, keep the session
+            self.errors += 1
+            self._observer.error(type(exc).__name__)
+            log.exception("recognition failed in session %s", self.code)
+            await self._publish_event(ErrorEvent(f"recognition failed: {type(exc).__name__}"))
+            return
+        for event in events:
+            numbered = await self._publish_event(event, arrived=self.arrival_of(event.end))
+            if not isinstance(numbered, Caption):
+                continue
+            translator = self._translators.get(numbered.lang)
+            if translator is not None:
+                audio = self.recognizer.take_final_audio(numbered.segment)
+                await translator.on_source(numbered, audio if numbered.is_final else None)

@@ -1,0 +1,240 @@
+"""The presenter lifecycle (engine/presenting.py) and the session registry, with a fake model.
+
+These run the real factory, session, stream, store and hub; only the recognition model and
+the voice activity model are fakes: every window louder than a whisper is speech, and every
+decode reads "hello".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.audio import Samples
+from engine.delivery.memory import InMemoryHub
+from engine.events import Caption, Word
+from engine.factory import SessionFactory, StagePorts
+from engine.presenting import Presentation, Presenting, StartRequest
+from engine.recognition.asr import DecodeOptions
+from engine.recognition.recognizer import RecognizerConfig
+from engine.recognition.resources import Recognition
+from engine.refusals import Refusal, Refused
+from engine.registry import SessionRegistry
+from engine.session import Session, SessionPorts
+from engine.store.base import SessionRecord
+from engine.store.sqlite import SqliteSessionStore
+from engine.stream import StreamLimits
+from engine.telemetry import NullObserver
+from engine.workers import Workers
+
+
+class LoudnessVad:
+    """Speech wherever a window is louder than a whisper."""
+
+    def run(
+        self, windows: np.ndarray, h: np.ndarray, c: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        loud = np.sqrt((windows.astype(np.float64) ** 2).mean(axis=1)) > 0.01
+        return loud.astype(np.float32), h, c
+
+
+class HelloTranscriber:
+    name = "hello"
+    multilingual = False
+
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
+        return [Word(" hello", 0.0, max(0.1, len(audio) / 16000))]
+
+
+def speech(seconds: float, pause: float = 1.0) -> bytes:
+    """``seconds`` of a loud tone, then ``pause`` of silence, as 16 kHz PCM."""
+    t = np.arange(int(seconds * 16000)) / 16000
+    tone = (0.3 * np.sin(2 * np.pi * 220 * t) * 32767).astype("<i2")
+    return tone.tobytes() + bytes(int(pause * 16000) * 2)
+
+
+def feed(presentation: Presentation, pcm: bytes) -> None:
+    """In 100 ms messages, as a browser sends them."""
+    for i in range(0, len(pcm), 3200):
+        presentation.feed(pcm[i : i + 3200])
+
+
+@dataclass
+class Engine:
+    store: SqliteSessionStore
+    hub: InMemoryHub
+    factory: CountingFactory
+    registry: SessionRegistry
+    presenting: Presenting
+    workers: Workers
+
+
+class CountingFactory:
+    """The real factory, counting the sessions it builds (and slow to build one)."""
+
+    def __init__(self, inner: SessionFactory) -> None:
+        self.inner = inner
+        self.ports = inner.ports
+        self.builds = 0
+
+    async def build(self, record: SessionRecord, **history: Any) -> Session:
+        self.builds += 1
+        await asyncio.sleep(0.05)
+        return await self.inner.build(record, **history)
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
+    store = SqliteSessionStore(tmp_path / "sessions.sqlite3")
+    hub = InMemoryHub()
+    workers = Workers()
+    recognition = Recognition(
+        transcribers={"en": HelloTranscriber()},
+        vad=LoudnessVad(),
+        pool=workers.pool("asr"),
+        config=lambda language: replace(RecognizerConfig(), language=language),
+    )
+    ports = SessionPorts(store, workers.pool("store"), hub, recognition, NullObserver())
+    factory = CountingFactory(SessionFactory(ports, StagePorts()))
+    registry = SessionRegistry(factory, max_sessions=10, ended_grace_s=0.2)  # type: ignore[arg-type]
+    presenting = Presenting(
+        registry,
+        recognition,
+        hub,
+        limits=StreamLimits(max_speed=100.0),
+        max_live_streams=1,
+    )
+    try:
+        yield Engine(store, hub, factory, registry, presenting, workers)
+    finally:
+        await presenting.shutdown()
+        workers.shutdown()
+        store.close()
+
+
+async def test_a_stream_is_finalised_on_stop_and_its_finals_stored(engine: Engine) -> None:
+    session, token = await engine.registry.create("Talk", "en", ())
+    presentation = await engine.presenting.start(session, StartRequest(token, 16000))
+    assert session.state == "live" and engine.presenting.live_streams() == 1
+    audio = speech(2.0)
+    for i in range(0, len(audio), 3200):
+        presentation.feed(audio[i : i + 3200])
+    await presentation.stop()
+    seen = []
+    while True:
+        try:
+            seen.append(await asyncio.wait_for(presentation.events.get(), 1))
+        except Exception:
+            break
+    finals = [e for e in seen if isinstance(e, Caption) and e.is_final]
+    assert finals and all(f.text == "hello" for f in finals)
+    assert [c.text for c in engine.store.finals(session.code)] == [f.text for f in finals]
+    assert engine.presenting.live_streams() == 0
+    await presentation.release()
+
+
+@pytest.mark.parametrize(
+    ("request_args", "reason"),
+    [
+        ({"token": None, "sample_rate": 16000}, Refusal.NO_CREDENTIALS),
+        ({"token": "wrong", "sample_rate": 16000}, Refusal.BAD_CREDENTIALS),
+        ({"sample_rate": 16000, "language": "xx"}, Refusal.UNKNOWN_LANGUAGE),
+        ({"sample_rate": 16000, "language": "de"}, Refusal.NO_MODEL),
+        ({"sample_rate": 16000, "language": "auto"}, Refusal.NO_MODEL),
+        ({"sample_rate": 100}, Refusal.BAD_AUDIO),
+    ],
+)
+async def test_start_refusals_are_typed(
+    engine: Engine, request_args: dict[str, Any], reason: Refusal
+) -> None:
+    session, token = await engine.registry.create("Talk", "en", ())
+    with pytest.raises(Refused) as refused:
+        await engine.presenting.start(session, StartRequest(**{"token": token, **request_args}))
+    assert refused.value.reason is reason
+    assert session.state == "waiting" and engine.presenting.live_streams() == 0
+
+
+async def test_one_stream_per_session_and_the_server_limit(engine: Engine) -> None:
+    first, first_token = await engine.registry.create("One", "en", ())
+    second, second_token = await engine.registry.create("Two", "en", ())
+    presentation = await engine.presenting.start(first, StartRequest(first_token, 16000))
+    with pytest.raises(Refused) as again:
+        await engine.presenting.start(first, StartRequest(first_token, 16000))
+    assert again.value.reason is Refusal.AT_CAPACITY  # the limit (1) is checked first
+    with pytest.raises(Refused) as other:
+        await engine.presenting.start(second, StartRequest(second_token, 16000))
+    assert other.value.reason is Refusal.AT_CAPACITY
+    await presentation.stop()
+    await presentation.release()
+    later = await engine.presenting.start(second, StartRequest(second_token, 16000))
+    await later.release()
+
+
+async def test_bad_audio_is_refused_and_the_stream_still_finalises(engine: Engine) -> None:
+    session, token = await engine.registry.create("Talk", "en", ())
+    presentation = await engine.presenting.start(session, StartRequest(token, 16000))
+    feed(presentation, speech(1.0, pause=0.0))
+    with pytest.raises(Refused) as odd:
+        presentation.feed(b"\x00\x01\x02")
+    assert odd.value.reason is Refusal.BAD_AUDIO
+    with pytest.raises(Refused) as big:
+        presentation.feed(bytes(engine.presenting.limits.max_message_bytes + 2))
+    assert big.value.reason is Refusal.MESSAGE_TOO_BIG
+    await presentation.release()  # the transport gives up: what was said is finalised
+    assert [c.text for c in engine.store.finals(session.code)] == ["hello"]
+
+
+async def test_concurrent_loads_build_one_session(engine: Engine, tmp_path: Path) -> None:
+    created, _ = await engine.registry.create("Talk", "en", ())
+    await engine.registry.release(created)  # as after a restart: only the store has it
+    engine.factory.builds = 0
+    loads = await asyncio.gather(*(engine.registry.get(created.code.lower()) for _ in range(5)))
+    assert all(s is loads[0] for s in loads) and loads[0] is not None
+    assert engine.factory.builds == 1
+    assert engine.registry.loaded(created.code) is loads[0]
+
+
+async def test_an_ended_session_leaves_memory_and_comes_back_from_the_store(
+    engine: Engine,
+) -> None:
+    session, token = await engine.registry.create("Talk", "en", ())
+    presentation = await engine.presenting.start(session, StartRequest(token, 16000))
+    feed(presentation, speech(1.5))
+    listener = engine.hub.subscribe(session.code, frozenset({"en"}))
+    await engine.presenting.end(session, token)
+    await presentation.release()
+    assert session.state == "ended" and engine.registry.loaded(session.code) is session
+    with pytest.raises(Refused) as ended:
+        await engine.presenting.start(session, StartRequest(token, 16000))
+    assert ended.value.reason is Refusal.SESSION_ENDED
+    for _ in range(50):
+        if engine.registry.loaded(session.code) is None:
+            break
+        await asyncio.sleep(0.05)
+    assert engine.registry.loaded(session.code) is None
+    assert engine.hub.last_seq(session.code) == 0  # the hub log is gone
+    assert listener.queue._closed  # its listeners were told (they reconnect)
+    again = await engine.registry.get(session.code)
+    assert again is not None and again is not session and again.state == "ended"
+    assert [c.text for c in engine.store.finals(session.code)] == ["hello"]
+    replay = engine.hub.subscribe(session.code, frozenset({"en"}))
+    assert [e.text for e in replay.queue._items if isinstance(e, Caption)] == ["hello"]
+    for _ in range(50):  # a session loaded after it ended leaves again
+        if engine.registry.loaded(session.code) is None:
+            break
+        await asyncio.sleep(0.05)
+    assert engine.registry.loaded(session.code) is None
+
+
+async def test_ending_needs_the_presenter_token(engine: Engine) -> None:
+    session, _ = await engine.registry.create("Talk", "en", ())
+    with pytest.raises(Refused) as refused:
+        await engine.presenting.end(session, "not the token")
+    assert refused.value.reason is Refusal.BAD_CREDENTIALS
+    assert session.state == "waiting"
