@@ -11,7 +11,6 @@ largest N that passed.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -19,24 +18,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.fanout import (
-    CpuUse,
-    RssSampler,
-    cpu_snapshot,
-    cpu_use,
-    server_under_test,
-    trimmed,
-)
+from bench.format import fixed, machine_line, mib, pyplot, save_figure, slashed, utc_now
 from bench.metrics import Distribution, SendSchedule, distribution
 from bench.recordings import Recording, load_recording
-from bench.replay import Replay, ReplayError, replay
-from bench.report import machine_info, pyplot, save_figure
-from bench.server import ServerHandle
+from bench.replay import Replay, ReplayError, replay, trimmed
+from bench.resources import CpuUse, RssSampler, cpu_snapshot, cpu_use, machine_info
+from bench.server import ServerHandle, server_under_test
 
 DEFAULT_MAX = 4
 """The server's default ``max_live_streams`` (app/settings.py)."""
 LAG_LIMIT_S = 2.0
-MIB = 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,10 +212,6 @@ async def run_capacity(settings: CapacitySettings) -> list[CapacityRound]:
 # --- the report ---------------------------------------------------------------------------
 
 
-def _mib(value: int | None) -> float | None:
-    return None if value is None else round(value / MIB, 1)
-
-
 def presenter_json(presenter: PresenterLag, limit_s: float) -> dict[str, Any]:
     """One presenter's lag: statistics and the whole series."""
     return {
@@ -249,8 +236,8 @@ def round_json(run: CapacityRound, limit_s: float) -> dict[str, Any]:
         "lag_s": asdict(run.lag),
         "server": {
             "cpu_cores": run.cpu.server,
-            "rss_start_mib": _mib(run.rss_start_bytes),
-            "rss_peak_mib": _mib(run.rss_peak_bytes),
+            "rss_start_mib": mib(run.rss_start_bytes),
+            "rss_peak_mib": mib(run.rss_peak_bytes),
         },
         "machine": {
             "busy_cores": run.cpu.machine,
@@ -270,7 +257,7 @@ def report_json(
     return {
         "benchmark": "capacity",
         "command": command,
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "machine": machine_info(),
         "server": {"url": settings.url, "started_by_bench": settings.url is None},
         "recordings": [w.stem for w in settings.wavs],
@@ -283,10 +270,6 @@ def report_json(
     }
 
 
-def _f(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
 def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
     """The report's tables in Markdown."""
     machine, limit = report["machine"], report["lag_limit_s"]
@@ -295,8 +278,7 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         "# Capacity benchmark: simultaneous real-time presenters",
         "",
         f"- Command: `{report['command']}`",
-        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
-        f"{machine['memory_gib']} GiB, Python {machine['python']}",
+        f"- Machine: {machine_line(machine)}",
         f"- Date (UTC): {report['created_utc']}",
         f"- **Capacity: {report['capacity']} presenter(s)** whose caption lag stays under "
         f"{limit} s (tried up to {report['max_presenters']}; rounds stop at the first that "
@@ -310,10 +292,11 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         lag = r["lag_s"]
         end_lags = [p["end_lag_s"] for p in r["per_presenter"] if p["end_lag_s"] is not None]
         lines.append(
-            f"| {r['presenters']} | {_f(lag['p50'])} / {_f(lag['p95'])} / {_f(lag['max'])} "
-            f"| {_f(max(end_lags, default=None))} | {_f(r['server']['cpu_cores'])} "
-            f"| {_f(r['server']['rss_peak_mib'], 0)} | {_f(r['machine']['other_cores'])} "
-            f"| {' / '.join(str(x) for x in r['machine']['load_average_before'])} "
+            f"| {r['presenters']} "
+            f"| {fixed(lag['p50'])} / {fixed(lag['p95'])} / {fixed(lag['max'])} "
+            f"| {fixed(max(end_lags, default=None))} | {fixed(r['server']['cpu_cores'])} "
+            f"| {fixed(r['server']['rss_peak_mib'], 0)} | {fixed(r['machine']['other_cores'])} "
+            f"| {slashed(r['machine']['load_average_before'])} "
             f"| {'yes' if r['passed'] else '**no**'} |"
         )
     lines += [
@@ -328,9 +311,9 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
             lag = p["lag_s"]
             verdict = "yes" if p["passed"] else f"**no**{': ' + p['error'] if p['error'] else ''}"
             lines.append(
-                f"| {r['presenters']} | {p['recording']} | {_f(p['audio_s'], 1)} "
-                f"| {_f(lag['p50'])} / {_f(lag['p95'])} / {_f(lag['max'])} "
-                f"| {_f(p['end_lag_s'])} | {verdict} |"
+                f"| {r['presenters']} | {p['recording']} | {fixed(p['audio_s'], 1)} "
+                f"| {fixed(lag['p50'])} / {fixed(lag['p95'])} / {fixed(lag['max'])} "
+                f"| {fixed(p['end_lag_s'])} | {verdict} |"
             )
     lines += [
         "",

@@ -9,6 +9,7 @@ Sending and receiving run as two tasks; every received text message is kept with
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import time
@@ -76,6 +77,14 @@ def split_chunks(pcm: bytes, sample_rate: int) -> list[bytes]:
         tail = chunks.pop()
         chunks[-1] += tail
     return chunks
+
+
+def trimmed(recording: Recording, seconds: float | None) -> Recording:
+    """The first ``seconds`` of ``recording`` (all of it when ``None`` or longer)."""
+    if seconds is None or seconds >= recording.duration:
+        return recording
+    samples = round(seconds * recording.sample_rate)
+    return dataclasses.replace(recording, pcm=recording.pcm[: 2 * samples])
 
 
 async def create_session(base_url: str, title: str) -> dict[str, Any]:

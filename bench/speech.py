@@ -34,10 +34,11 @@ from typing import Any
 
 import websockets
 
+from bench.format import slashed
 from bench.metrics import distribution, percentile
 from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
 from bench.replay import present
-from bench.report import machine_info
+from bench.resources import machine_info
 from bench.server import ServerProcess
 from bench.translation_replay import create_translated_session
 from engine.speech.speaker import PaceConfig, speech_pieces
@@ -282,7 +283,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         "",
         f"Machine: {m['cpu_model']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
         f"load average at the end (1/5/15 min): "
-        f"{' / '.join(str(x) for x in m['load_average_1_5_15m'])}.",
+        f"{slashed(m['load_average_1_5_15m'])}.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import websockets
 
+from bench.format import slashed
 from bench.metrics import distribution
 from bench.recordings import EVAL_LONGFORM_EN
-from bench.report import machine_info
+from bench.resources import machine_info
 from bench.server import ServerProcess
 from bench.translation_replay import create_translated_session
 
@@ -259,7 +260,7 @@ def markdown(report: dict[str, Any], command: str) -> str:
     lines += [
         "",
         f"Machine: {m['cpu_model']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
-        f"load average at the end: {' / '.join(str(x) for x in m['load_average_1_5_15m'])}.",
+        f"load average at the end: {slashed(m['load_average_1_5_15m'])}.",
     ]
     return "\n".join(lines) + "\n"
 
