@@ -11,14 +11,22 @@ largest N that passed.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.format import fixed, machine_line, mib, pyplot, save_figure, slashed, utc_now
+from bench.format import (
+    fixed,
+    machine_line,
+    mib,
+    pyplot,
+    save_figure,
+    slashed,
+    utc_now,
+    write_report_files,
+)
 from bench.metrics import Distribution, SendSchedule, distribution
 from bench.recordings import Recording, load_recording
 from bench.replay import Replay, ReplayError, replay, trimmed
@@ -361,7 +369,5 @@ def write_report(
     report = report_json(rounds, settings, command)
     plot = plot_lag(rounds, settings.lag_limit_s, settings.out / "capacity.png")
     markdown = report_markdown(report, plot)
-    json_path, md_path = settings.out / "capacity.json", settings.out / "capacity.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
+    json_path, md_path = write_report_files(settings.out, "capacity", report, markdown)
     return [json_path, md_path, plot], markdown

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import subprocess
@@ -57,7 +56,7 @@ from bench.deliveries import (
     presenter_finals,
     window_deliveries,
 )
-from bench.format import fixed, machine_line, mib, ms, slashed, utc_now, verdict
+from bench.format import fixed, machine_line, mib, ms, slashed, utc_now, verdict, write_report_files
 from bench.listener import ClientSpec
 from bench.metrics import WordLatencies, distribution, word_latencies
 from bench.paths import RESULTS
@@ -929,12 +928,9 @@ def buffers_line(buffers: dict[str, Any] | None) -> str:
 
 def write_report(run: LoadRun, settings: LoadSettings, command: str) -> tuple[list[Path], str]:
     """Write ``load.json`` and ``load.md`` into ``settings.out``."""
-    settings.out.mkdir(parents=True, exist_ok=True)
     report = report_json(run, settings, command)
     markdown = report_markdown(report)
-    json_path, md_path = settings.out / "load.json", settings.out / "load.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
+    json_path, md_path = write_report_files(settings.out, "load", report, markdown)
     return [json_path, md_path], markdown
 
 

@@ -7,7 +7,6 @@ erasure for both systems (``bench.peer_mapping``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 from bench.alignment import WordErrors
 from bench.captions import Overall, overall, ratio
-from bench.format import fixed, machine_line, mark, utc_now
+from bench.format import fixed, machine_line, mark, utc_now, write_report_files, write_trace
 from bench.metrics import CAUSAL_SLACK_S
 from bench.peer_run import Load, PeerRunSettings, SystemRun
 from bench.peer_server import peer_versions
@@ -265,16 +264,10 @@ def write_peer_report(
     ``traces/`` into ``settings.out``; return both paths and the Markdown."""
     report = report_json(ours, peer, settings, goals or PeerGoals(), command)
     markdown = report_markdown(report, ours, peer)
-    settings.out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = settings.out / "peer.json", settings.out / "peer.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
-    traces = settings.out / "traces"
-    traces.mkdir(exist_ok=True)
+    json_path, md_path = write_report_files(settings.out, "peer", report, markdown)
     for recorded in ours.replays:
-        path = traces / f"peer-ours-{recorded.recording}.json"
-        path.write_text(json.dumps(trace_json(recorded)) + "\n", encoding="utf-8")
+        write_trace(settings.out, f"peer-ours-{recorded.recording}", trace_json(recorded))
     for index, recorded in enumerate(peer.replays):
-        path = traces / f"peer-whisperlivekit-{recorded.recording}.json"
-        path.write_text(json.dumps(peer_trace_json(peer, index)) + "\n", encoding="utf-8")
+        name = f"peer-whisperlivekit-{recorded.recording}"
+        write_trace(settings.out, name, peer_trace_json(peer, index))
     return json_path, md_path, markdown

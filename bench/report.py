@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from bench.alignment import WordErrors
 from bench.captions import CaptionRun, FileResult, Goals, Overall, RunSettings, overall
-from bench.format import fixed, machine_detail, mark, utc_now
+from bench.format import fixed, machine_detail, mark, utc_now, write_report_files, write_trace
 from bench.metrics import CAUSAL_SLACK_S, Distribution
 from bench.reference import whisper_model_dir
 from bench.replay import Replay
@@ -247,14 +246,8 @@ def write_report(
     summary = overall(run.results)
     report = report_json(run, settings, summary, goals, command)
     markdown = report_markdown(report, run, summary)
-    settings.out.mkdir(parents=True, exist_ok=True)
-    json_path = settings.out / f"captions-{settings.mode}.json"
-    md_path = settings.out / f"captions-{settings.mode}.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
-    traces = settings.out / "traces"
-    traces.mkdir(exist_ok=True)
+    name = f"captions-{settings.mode}"
+    json_path, md_path = write_report_files(settings.out, name, report, markdown)
     for recorded in run.replays:
-        path = traces / f"captions-{settings.mode}-{recorded.recording}.json"
-        path.write_text(json.dumps(trace_json(recorded)) + "\n", encoding="utf-8")
+        write_trace(settings.out, f"{name}-{recorded.recording}", trace_json(recorded))
     return json_path, md_path, markdown

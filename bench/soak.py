@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import sys
 import time
@@ -35,7 +34,17 @@ from bench.deliveries import (
     presenter_finals,
     window_deliveries,
 )
-from bench.format import fixed, machine_line, ms, pyplot, save_figure, slashed, utc_now, verdict
+from bench.format import (
+    fixed,
+    machine_line,
+    ms,
+    pyplot,
+    save_figure,
+    slashed,
+    utc_now,
+    verdict,
+    write_json,
+)
 from bench.listener import ClientSpec
 from bench.metrics import distribution
 from bench.paths import RESULTS
@@ -589,11 +598,11 @@ def write_report(run: SoakRun, settings: SoakSettings, command: str) -> tuple[li
     """Write ``soak.json``, ``soak.md`` and ``soak.png`` into ``settings.out``."""
     settings.out.mkdir(parents=True, exist_ok=True)
     report = report_json(run, settings, command)
-    json_path, md_path = settings.out / "soak.json", settings.out / "soak.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")  # first: a
-    # long run's numbers must survive a failure of the plot
+    # The JSON first: a long run's numbers must survive a failure of the plot.
+    json_path = write_json(settings.out / "soak.json", report)
     plot = plot_soak(report, settings.out / "soak.png")
     markdown = report_markdown(report, plot)
+    md_path = settings.out / "soak.md"
     md_path.write_text(markdown, encoding="utf-8")
     return [json_path, md_path, plot], markdown
 

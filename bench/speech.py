@@ -34,7 +34,7 @@ from typing import Any
 
 import websockets
 
-from bench.format import slashed
+from bench.format import slashed, write_report_files
 from bench.metrics import distribution, percentile
 from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
 from bench.replay import present
@@ -357,12 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     report["goals"] = goals(report)
     report["machine"] = machine_info()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "speech.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     markdown = report_markdown(report)
-    (args.out / "speech.md").write_text(markdown, encoding="utf-8")
+    json_path, md_path = write_report_files(args.out, "speech", report, markdown)
     print(markdown)
-    print(f"wrote {args.out / 'speech.json'} and {args.out / 'speech.md'}")
+    print(f"wrote {json_path} and {md_path}")
     return 0
 
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import websockets
 
-from bench.format import slashed
+from bench.format import slashed, write_report_files
 from bench.metrics import distribution
 from bench.recordings import EVAL_LONGFORM_EN
 from bench.resources import machine_info
@@ -279,9 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = asyncio.run(run(args))
     report["machine"] = machine_info()
     name = "talk-detect" if args.detect else "talk"
-    (args.out / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     text = markdown(report, command)
-    (args.out / f"{name}.md").write_text(text, encoding="utf-8")
+    write_report_files(args.out, name, report, text)
     print(text)
     return 0
 

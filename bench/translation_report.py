@@ -3,13 +3,20 @@ and one trace per talk."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.format import fixed, machine_detail, mark, slashed, utc_now
+from bench.format import (
+    fixed,
+    machine_detail,
+    mark,
+    slashed,
+    utc_now,
+    write_report_files,
+    write_trace,
+)
 from bench.metrics import Distribution, Erasure, distribution
 from bench.resources import machine_info
 from bench.translation import (
@@ -335,15 +342,9 @@ def write_report(
     into ``settings.out``; return both paths and the Markdown."""
     report = report_json(run, settings, goals, command)
     markdown = report_markdown(report, run)
-    settings.out.mkdir(parents=True, exist_ok=True)
-    json_path = settings.out / "translation.json"
-    md_path = settings.out / "translation.md"
-    json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", "utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
-    if run.talks:
-        traces = settings.out / "traces"
-        traces.mkdir(exist_ok=True)
-        for talk in run.talks:
-            path = traces / f"translation-{talk.talk}.json"
-            path.write_text(json.dumps(trace_json(talk), ensure_ascii=False) + "\n", "utf-8")
+    json_path, md_path = write_report_files(
+        settings.out, "translation", report, markdown, ensure_ascii=False
+    )
+    for talk in run.talks:
+        write_trace(settings.out, f"translation-{talk.talk}", trace_json(talk), ensure_ascii=False)
     return json_path, md_path, markdown
