@@ -10,8 +10,11 @@ largest N that passed.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
+import shlex
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,10 +31,11 @@ from bench.format import (
     write_report_files,
 )
 from bench.metrics import Distribution, SendSchedule, distribution
-from bench.recordings import Recording, load_recording
+from bench.paths import RESULTS
+from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
 from bench.replay import Replay, ReplayError, replay, trimmed
 from bench.resources import CpuUse, RssSampler, cpu_snapshot, cpu_use, machine_info
-from bench.server import ServerHandle, server_under_test
+from bench.server import ServerHandle, server_arguments, server_under_test
 
 DEFAULT_MAX = 4
 """The server's default ``max_live_streams`` (app/settings.py)."""
@@ -371,3 +375,63 @@ def write_report(
     markdown = report_markdown(report, plot)
     json_path, md_path = write_report_files(settings.out, "capacity", report, markdown)
     return [json_path, md_path, plot], markdown
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench capacity", description=__doc__)
+    server_arguments(parser)
+    parser.add_argument(
+        "--max",
+        type=int,
+        default=DEFAULT_MAX,
+        help="most presenters to try; rounds go 1, 2, ... and stop at the first that fails "
+        "(default: %(default)s, the server's max_live_streams)",
+    )
+    parser.add_argument(
+        "--files",
+        nargs="+",
+        metavar="FILE",
+        help="recordings the presenters replay, presenter k the k-th (cycling); default: "
+        "every English long-form recording except *_SILVER and the *_concat file",
+    )
+    parser.add_argument(
+        "--seconds", type=float, help="replay only the first SECONDS of each recording"
+    )
+    parser.add_argument(
+        "--lag-limit",
+        type=float,
+        default=LAG_LIMIT_S,
+        help="a round passes when every presenter's lag stays under this (default: %(default)s)",
+    )
+    parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m bench capacity [options]``: every round, the report written and printed."""
+    args = build_parser().parse_args(argv)
+    wavs = resolve_wavs(args.files, args.eval_dir) if args.files else default_wavs(args.eval_dir)
+    if not wavs:
+        print(f"no recordings found in {args.eval_dir}", file=sys.stderr)
+        return 2
+    settings = CapacitySettings(
+        max_presenters=args.max,
+        wavs=tuple(wavs),
+        out=args.out,
+        seconds=args.seconds,
+        lag_limit_s=args.lag_limit,
+        url=args.url,
+        server_pid=args.server_pid,
+        ready_timeout=args.ready_timeout,
+    )
+    rounds = asyncio.run(run_capacity(settings))
+    paths, markdown = write_report(
+        rounds, settings, shlex.join(["python", "-m", "bench", "capacity", *argv])
+    )
+    print(markdown)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
