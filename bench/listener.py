@@ -59,11 +59,12 @@ class Listener:
         self.joined = asyncio.Event()
         self.settled = asyncio.Event()
         self.complete = asyncio.Event()
+        self.ended = asyncio.Event()
+        """Set once a ``state`` event said the session has ended."""
         self._audience_target: int | None = None
         self._audience = 0
         self._segments: frozenset[int] | None = None
         self._stopping = False
-        self._ended = False
         self._ws: ClientConnection | None = None
         self.stalled = index in spec.stalled
         self._resume = asyncio.Event()
@@ -104,7 +105,7 @@ class Listener:
                 return
             self.closes.append(f"{ws.close_code} {ws.close_reason}")
             if (
-                self._ended
+                self.ended.is_set()
                 or ws.close_code in PERMANENT_CLOSE_CODES
                 or self.reconnects >= MAX_RECONNECTS
             ):
@@ -128,7 +129,8 @@ class Listener:
             self.finals.setdefault(int(message["segment"]), str(message["text"]))
             self._check_complete()
         elif kind == "state":
-            self._ended = self._ended or message.get("state") == "ended"
+            if message.get("state") == "ended":
+                self.ended.set()
             self._audience = int(message.get("listeners", 0))
             self._check_settled()
 

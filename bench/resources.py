@@ -121,6 +121,28 @@ def cpu_use(before: CpuSnapshot, after: CpuSnapshot) -> CpuUse:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """What one process holds at one moment."""
+
+    rss_bytes: int
+    """Resident set size."""
+    fds: int
+    """Open file descriptors (files, sockets, pipes)."""
+    threads: int
+
+
+def footprint(pid: int) -> Footprint:
+    """Resident memory, open file descriptors and threads of process ``pid``, now."""
+    process = psutil.Process(pid)
+    with process.oneshot():
+        return Footprint(
+            rss_bytes=int(process.memory_info().rss),
+            fds=process.num_fds(),
+            threads=process.num_threads(),
+        )
+
+
 class RssSampler:
     """Peak resident memory of one process, sampled every ``RSS_SAMPLE_INTERVAL_S``.
 

@@ -50,7 +50,7 @@ from bench.metrics import distribution
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
 from bench.replay import Replay, create_session, present
-from bench.resources import CpuSnapshot, cpu_snapshot, machine_info, raise_fd_limit
+from bench.resources import CpuSnapshot, cpu_snapshot, footprint, machine_info, raise_fd_limit
 from bench.server import ServerHandle, server_arguments, server_under_test
 
 DEFAULT_OUT = RESULTS
@@ -116,12 +116,9 @@ def take_sample(server_pid: int | None, client_pids: Sequence[int]) -> ResourceS
     rss = fds = threads = None
     children = 0
     if server_pid is not None:
-        process = psutil.Process(server_pid)
-        with process.oneshot():
-            rss = int(process.memory_info().rss)
-            fds = process.num_fds()
-            threads = process.num_threads()
-        for child in process.children(recursive=True):
+        now = footprint(server_pid)
+        rss, fds, threads = now.rss_bytes, now.fds, now.threads
+        for child in psutil.Process(server_pid).children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 children += int(child.memory_info().rss)
     return ResourceSample(
