@@ -46,6 +46,10 @@ COMMANDS: dict[str, Command] = {
     "soak": Command(
         "bench.soak", "a 30-minute real-time session: caption lag, memory growth, CPU over time"
     ),
+    "churn": Command(
+        "bench.churn",
+        "many short sessions one after another: server memory and open files, start to end",
+    ),
     "translation": Command(
         "bench.translation",
         "Apertium text quality on FLORES-200; FLEURS speech-to-translation quality and "
