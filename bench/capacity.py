@@ -10,33 +10,36 @@ largest N that passed.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import datetime
-import json
 import os
+import shlex
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.fanout import (
-    CpuUse,
-    RssSampler,
-    cpu_snapshot,
-    cpu_use,
-    server_under_test,
-    trimmed,
+from bench.format import (
+    fixed,
+    machine_line,
+    mib,
+    pyplot,
+    save_figure,
+    slashed,
+    utc_now,
+    write_report_files,
 )
 from bench.metrics import Distribution, SendSchedule, distribution
-from bench.recordings import Recording, load_recording
-from bench.replay import Replay, ReplayError, replay
-from bench.report import machine_info, pyplot, save_figure
-from bench.server import ServerHandle
+from bench.paths import RESULTS
+from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
+from bench.replay import Replay, ReplayError, replay, trimmed
+from bench.resources import CpuUse, RssSampler, cpu_snapshot, cpu_use, machine_info
+from bench.server import ServerHandle, server_arguments, server_under_test
 
 DEFAULT_MAX = 4
 """The server's default ``max_live_streams`` (app/settings.py)."""
 LAG_LIMIT_S = 2.0
-MIB = 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,10 +224,6 @@ async def run_capacity(settings: CapacitySettings) -> list[CapacityRound]:
 # --- the report ---------------------------------------------------------------------------
 
 
-def _mib(value: int | None) -> float | None:
-    return None if value is None else round(value / MIB, 1)
-
-
 def presenter_json(presenter: PresenterLag, limit_s: float) -> dict[str, Any]:
     """One presenter's lag: statistics and the whole series."""
     return {
@@ -249,8 +248,8 @@ def round_json(run: CapacityRound, limit_s: float) -> dict[str, Any]:
         "lag_s": asdict(run.lag),
         "server": {
             "cpu_cores": run.cpu.server,
-            "rss_start_mib": _mib(run.rss_start_bytes),
-            "rss_peak_mib": _mib(run.rss_peak_bytes),
+            "rss_start_mib": mib(run.rss_start_bytes),
+            "rss_peak_mib": mib(run.rss_peak_bytes),
         },
         "machine": {
             "busy_cores": run.cpu.machine,
@@ -270,7 +269,7 @@ def report_json(
     return {
         "benchmark": "capacity",
         "command": command,
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "machine": machine_info(),
         "server": {"url": settings.url, "started_by_bench": settings.url is None},
         "recordings": [w.stem for w in settings.wavs],
@@ -283,10 +282,6 @@ def report_json(
     }
 
 
-def _f(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
 def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
     """The report's tables in Markdown."""
     machine, limit = report["machine"], report["lag_limit_s"]
@@ -295,8 +290,7 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         "# Capacity benchmark: simultaneous real-time presenters",
         "",
         f"- Command: `{report['command']}`",
-        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
-        f"{machine['memory_gib']} GiB, Python {machine['python']}",
+        f"- Machine: {machine_line(machine)}",
         f"- Date (UTC): {report['created_utc']}",
         f"- **Capacity: {report['capacity']} presenter(s)** whose caption lag stays under "
         f"{limit} s (tried up to {report['max_presenters']}; rounds stop at the first that "
@@ -310,10 +304,11 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         lag = r["lag_s"]
         end_lags = [p["end_lag_s"] for p in r["per_presenter"] if p["end_lag_s"] is not None]
         lines.append(
-            f"| {r['presenters']} | {_f(lag['p50'])} / {_f(lag['p95'])} / {_f(lag['max'])} "
-            f"| {_f(max(end_lags, default=None))} | {_f(r['server']['cpu_cores'])} "
-            f"| {_f(r['server']['rss_peak_mib'], 0)} | {_f(r['machine']['other_cores'])} "
-            f"| {' / '.join(str(x) for x in r['machine']['load_average_before'])} "
+            f"| {r['presenters']} "
+            f"| {fixed(lag['p50'])} / {fixed(lag['p95'])} / {fixed(lag['max'])} "
+            f"| {fixed(max(end_lags, default=None))} | {fixed(r['server']['cpu_cores'])} "
+            f"| {fixed(r['server']['rss_peak_mib'], 0)} | {fixed(r['machine']['other_cores'])} "
+            f"| {slashed(r['machine']['load_average_before'])} "
             f"| {'yes' if r['passed'] else '**no**'} |"
         )
     lines += [
@@ -328,9 +323,9 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
             lag = p["lag_s"]
             verdict = "yes" if p["passed"] else f"**no**{': ' + p['error'] if p['error'] else ''}"
             lines.append(
-                f"| {r['presenters']} | {p['recording']} | {_f(p['audio_s'], 1)} "
-                f"| {_f(lag['p50'])} / {_f(lag['p95'])} / {_f(lag['max'])} "
-                f"| {_f(p['end_lag_s'])} | {verdict} |"
+                f"| {r['presenters']} | {p['recording']} | {fixed(p['audio_s'], 1)} "
+                f"| {fixed(lag['p50'])} / {fixed(lag['p95'])} / {fixed(lag['max'])} "
+                f"| {fixed(p['end_lag_s'])} | {verdict} |"
             )
     lines += [
         "",
@@ -378,7 +373,65 @@ def write_report(
     report = report_json(rounds, settings, command)
     plot = plot_lag(rounds, settings.lag_limit_s, settings.out / "capacity.png")
     markdown = report_markdown(report, plot)
-    json_path, md_path = settings.out / "capacity.json", settings.out / "capacity.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
+    json_path, md_path = write_report_files(settings.out, "capacity", report, markdown)
     return [json_path, md_path, plot], markdown
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench capacity", description=__doc__)
+    server_arguments(parser)
+    parser.add_argument(
+        "--max",
+        type=int,
+        default=DEFAULT_MAX,
+        help="most presenters to try; rounds go 1, 2, ... and stop at the first that fails "
+        "(default: %(default)s, the server's max_live_streams)",
+    )
+    parser.add_argument(
+        "--files",
+        nargs="+",
+        metavar="FILE",
+        help="recordings the presenters replay, presenter k the k-th (cycling); default: "
+        "every English long-form recording except *_SILVER and the *_concat file",
+    )
+    parser.add_argument(
+        "--seconds", type=float, help="replay only the first SECONDS of each recording"
+    )
+    parser.add_argument(
+        "--lag-limit",
+        type=float,
+        default=LAG_LIMIT_S,
+        help="a round passes when every presenter's lag stays under this (default: %(default)s)",
+    )
+    parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m bench capacity [options]``: every round, the report written and printed."""
+    args = build_parser().parse_args(argv)
+    wavs = resolve_wavs(args.files, args.eval_dir) if args.files else default_wavs(args.eval_dir)
+    if not wavs:
+        print(f"no recordings found in {args.eval_dir}", file=sys.stderr)
+        return 2
+    settings = CapacitySettings(
+        max_presenters=args.max,
+        wavs=tuple(wavs),
+        out=args.out,
+        seconds=args.seconds,
+        lag_limit_s=args.lag_limit,
+        url=args.url,
+        server_pid=args.server_pid,
+        ready_timeout=args.ready_timeout,
+    )
+    rounds = asyncio.run(run_capacity(settings))
+    paths, markdown = write_report(
+        rounds, settings, shlex.join(["python", "-m", "bench", "capacity", *argv])
+    )
+    print(markdown)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0

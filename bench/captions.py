@@ -7,6 +7,10 @@ being replayed: offline reference decodes first (cached), then the server and th
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import shlex
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,10 +26,17 @@ from bench.metrics import (
     final_words,
     word_latencies,
 )
-from bench.recordings import Recording, load_recording
+from bench.paths import RESULTS
+from bench.recordings import (
+    EVAL_LONGFORM_EN,
+    Recording,
+    default_wavs,
+    load_recording,
+    resolve_wavs,
+)
 from bench.reference import DecodeSettings, OfflineDecode, cached_decode, timed_reference
 from bench.replay import Mode, Replay, replay
-from bench.server import ServerHandle, ServerProcess, cpu_seconds
+from bench.server import ServerHandle, ServerProcess, cpu_seconds, server_arguments
 from bench.textnorm import normalise_words
 
 FAST_REPLAY_ENV = {"INTERP_MAX_AUDIO_SPEED": "inf"}
@@ -240,3 +251,48 @@ async def run_captions(settings: RunSettings) -> CaptionRun:
         server_started=server is not None,
         server_log=log_path,
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench captions", description=__doc__)
+    server_arguments(parser)
+    parser.add_argument("--mode", choices=("realtime", "fast"), default="realtime")
+    parser.add_argument(
+        "--files",
+        nargs="+",
+        metavar="FILE",
+        help="WAV paths or recording ids in --eval-dir (default: every English long-form "
+        "recording except *_SILVER and the *_concat file)",
+    )
+    parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--model", default="tiny.en", help="model of the offline baseline and reference times"
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m bench captions [options]``: replay, measure, write the report, print it."""
+    from bench.report import write_report  # the report module builds on this one
+
+    args = build_parser().parse_args(argv)
+    wavs = resolve_wavs(args.files, args.eval_dir) if args.files else default_wavs(args.eval_dir)
+    if not wavs:
+        print(f"no recordings found in {args.eval_dir}", file=sys.stderr)
+        return 2
+    settings = RunSettings(
+        wavs=tuple(wavs),
+        mode=args.mode,
+        out=args.out,
+        url=args.url,
+        server_pid=args.server_pid,
+        ready_timeout=args.ready_timeout,
+        decode=DecodeSettings(model=args.model),
+    )
+    run = asyncio.run(run_captions(settings))
+    command = shlex.join(["python", "-m", "bench", "captions", *argv])
+    json_path, md_path, markdown = write_report(run, settings, Goals(), command)
+    print(markdown)
+    print(f"wrote {json_path} and {md_path}")
+    return 0

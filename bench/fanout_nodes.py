@@ -1,12 +1,12 @@
 """Fan-out across server processes sharing one Redis: ``python -m bench fanout-nodes``.
 
 Like ``python -m bench fanout`` (same listeners, client processes, presenter replay and
-metrics, all from bench/fanout.py), but with ``--nodes`` server processes (default 2)
-started with ``REDIS_URL`` pointing at a local ``redis-server`` the bench starts. The
-presenter streams into the first process; the listeners are split evenly over all of them
-(each client process follows one server). Reported: delay p50/p95/p99 overall and per
-process, every final at every listener, CPU per server process and of Redis, next to the
-single-process round of the same size in ``bench/results/fanout.json``.
+metrics: bench/listener.py, clients.py, deliveries.py), but with ``--nodes`` server
+processes (default 2) started with ``REDIS_URL`` pointing at a local ``redis-server`` the
+bench starts. The presenter streams into the first process; the listeners are split evenly
+over all of them (each client process follows one server). Reported: delay p50/p95/p99
+overall and per process, every final at every listener, CPU per server process and of
+Redis, next to the single-process round of the same size in ``bench/results/fanout.json``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime
 import json
 import os
 import shlex
@@ -31,12 +30,22 @@ from typing import Any
 import redis
 
 from bench import fanout
+from bench.clients import ClientPool, default_client_processes, split_listeners
+from bench.deliveries import (
+    ListenerRecord,
+    check_finals,
+    delay_stats,
+    presenter_finals,
+    window_delays,
+)
+from bench.format import machine_line, ms, slashed, utc_now, write_report_files
+from bench.listener import ClientSpec
+from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, load_recording, resolve_wavs
-from bench.replay import Replay, create_session, present
-from bench.report import machine_info
+from bench.replay import Replay, create_session, present, trimmed
+from bench.resources import CpuUse, cpu_snapshot, cpu_use, machine_info, raise_fd_limit
 from bench.server import ServerHandle, ServerProcess, cpu_seconds, free_port
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 REDIS_SERVER = os.environ.get("INTERP_REDIS_SERVER", "/usr/bin/redis-server")
 
 
@@ -86,7 +95,7 @@ async def server_nodes(
 class NodesRound:
     listeners: int
     nodes: int
-    records: tuple[fanout.ListenerRecord, ...]
+    records: tuple[ListenerRecord, ...]
     node_of: dict[int, int]
     """Listener index -> the server it followed."""
     presenter: Replay
@@ -96,7 +105,7 @@ class NodesRound:
     cpu_cores: tuple[float, ...]
     """Per server process, during the replay."""
     redis_cpu_cores: float
-    machine: fanout.CpuUse
+    machine: CpuUse
     load_average_before: tuple[float, float, float]
 
 
@@ -109,43 +118,34 @@ async def run_round(
 ) -> NodesRound:
     """Join the listeners across ``servers``, replay into the first, drain, close."""
     processes = max(len(servers), settings.client_processes or 0)
-    processes = max(processes, fanout.default_client_processes(listeners))
+    processes = max(processes, default_client_processes(listeners))
     processes -= processes % len(servers)  # the same number of client processes per server
     session = await create_session(servers[0].base_url, f"bench fanout-nodes {listeners}")
     specs = [
-        fanout.ClientSpec(servers[k % len(servers)].base_url, str(session["code"]), indices)
-        for k, indices in enumerate(fanout.split_listeners(listeners, processes))
+        ClientSpec(servers[k % len(servers)].base_url, str(session["code"]), indices)
+        for k, indices in enumerate(split_listeners(listeners, processes))
     ]
     node_of = {i: k % len(servers) for k, spec in enumerate(specs) for i in spec.indices}
     pids = [s.pid for s in servers if s.pid is not None]
     load_before = os.getloadavg()
-    pool = fanout.ClientPool(specs)
-    try:
+    async with ClientPool(specs) as pool:
         started = time.monotonic()
-        joined = await pool.gather(fanout.Joined, settings.settle_timeout)
-        pool.send(fanout.Expect(sum(j.connected for j in joined), settings.settle_timeout))
-        settled = await pool.gather(fanout.Settled, settings.settle_timeout + 30)
+        _, settled = await pool.join(settings.settle_timeout)
         join_s = time.monotonic() - started
 
         before = [cpu_seconds(pid) for pid in [*pids, redis_pid]]
-        machine_before = fanout.cpu_snapshot(None, pool.pids)
+        machine_before = cpu_snapshot(None, pool.pids)
         window_start = time.time()
         replay = await present(servers[0].base_url, session, recording)
         window_end = time.time()
-        machine = fanout.cpu_use(machine_before, fanout.cpu_snapshot(None, pool.pids))
+        machine = cpu_use(machine_before, cpu_snapshot(None, pool.pids))
         wall = machine.wall_s
         used = [
             (cpu_seconds(pid) - b) / wall for pid, b in zip([*pids, redis_pid], before, strict=True)
         ]
 
-        finals = frozenset(fanout.presenter_finals(replay))
-        pool.send(fanout.Finish(finals, settings.drain_timeout))
-        results = await pool.gather(fanout.Results, settings.drain_timeout + 120)
-    except BaseException:
-        await pool.close(grace=0.0)
-        raise
-    await pool.close()
-    records = sorted((r for res in results for r in res.records), key=lambda r: r.index)
+        finals = frozenset(presenter_finals(replay))
+        records, _ = await pool.finish(finals, settings.drain_timeout)
     return NodesRound(
         listeners=listeners,
         nodes=len(servers),
@@ -154,7 +154,7 @@ async def run_round(
         presenter=replay,
         window=(window_start, window_end),
         join_s=join_s,
-        settled=all(s.complete for s in settled),
+        settled=settled,
         cpu_cores=tuple(used[:-1]),
         redis_cpu_cores=used[-1],
         machine=machine,
@@ -164,19 +164,19 @@ async def run_round(
 
 def round_json(run: NodesRound) -> dict[str, Any]:
     start, end = run.window
-    expected = fanout.presenter_finals(run.presenter)
-    checks = [fanout.check_finals(expected, r.finals) for r in run.records]
+    expected = presenter_finals(run.presenter)
+    checks = [check_finals(expected, r.finals) for r in run.records]
     per_node = {}
     for k in range(run.nodes):
         mine = [r for r in run.records if run.node_of[r.index] == k]
-        per_node[k] = asdict(fanout.delay_stats(fanout.window_delays(mine, start, end)))
+        per_node[k] = asdict(delay_stats(window_delays(mine, start, end)))
     return {
         "listeners": run.listeners,
         "nodes": run.nodes,
         "connected": sum(r.error is None for r in run.records),
         "settled": run.settled,
         "join_s": run.join_s,
-        "delay_s": asdict(fanout.delay_stats(fanout.window_delays(run.records, start, end))),
+        "delay_s": asdict(delay_stats(window_delays(run.records, start, end))),
         "delay_by_node_s": per_node,
         "finals": {
             "presenter": len(expected),
@@ -212,20 +212,14 @@ def single_process_baseline(out: Path, listeners: int) -> dict[str, Any] | None:
     }
 
 
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{1000 * value:.0f}"
-
-
 def report_markdown(report: dict[str, Any]) -> str:
     machine = report["machine"]
     lines = [
         "# Fan-out across server processes sharing Redis",
         "",
         f"- Command: `{report['command']}`",
-        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
-        f"{machine['memory_gib']} GiB, Python {machine['python']}; Redis "
-        f"{report['redis_version']}, every server, Redis, the listeners and the presenter on "
-        "this machine (loopback)",
+        f"- Machine: {machine_line(machine)}; Redis {report['redis_version']}, every server, "
+        "Redis, the listeners and the presenter on this machine (loopback)",
         f"- Date (UTC): {report['created_utc']}",
         f"- Presenter: `{Path(report['recording']).stem}` replayed in real time into server 0"
         + (f", first {report['trimmed_to_s']} s" if report["trimmed_to_s"] else ""),
@@ -239,27 +233,27 @@ def report_markdown(report: dict[str, Any]) -> str:
         cpu = " + ".join(f"{c:.2f}" for c in r["server_cpu_cores"])
         lines.append(
             f"| {r['nodes']} processes + Redis | {r['listeners']} "
-            f"| {_ms(d['p50'])} / {_ms(d['p95'])} / {_ms(d['p99'])} / {_ms(d['max'])} "
+            f"| {ms(d['p50'])} / {ms(d['p95'])} / {ms(d['p99'])} / {ms(d['max'])} "
             f"| {r['finals']['listeners_exact']} / {r['listeners']} | {cpu} "
             f"| {r['redis_cpu_cores']:.2f} | {r['clients_cpu_cores']:.2f} "
-            f"| {' / '.join(str(x) for x in r['load_average_before'])} |"
+            f"| {slashed(r['load_average_before'])} |"
         )
         base = r.get("single_process")
         if base:
             b = base["delay_s"]
             lines.append(
                 f"| 1 process (fanout.json, {base['created_utc']}) | {r['listeners']} "
-                f"| {_ms(b['p50'])} / {_ms(b['p95'])} / {_ms(b['p99'])} / {_ms(b['max'])} "
+                f"| {ms(b['p50'])} / {ms(b['p95'])} / {ms(b['p99'])} / {ms(b['max'])} "
                 f"| {base['listeners_exact']} / {r['listeners']} "
                 f"| {base['server_cpu_cores']:.2f} | – | – "
-                f"| {' / '.join(str(x) for x in base['load_average_before'])} |"
+                f"| {slashed(base['load_average_before'])} |"
             )
     lines += ["", "Delay per process (listeners of that process only), p50 / p99 ms:", ""]
     for r in report["rounds"]:
         for node, d in r["delay_by_node_s"].items():
             role = "presenter's process" if str(node) == "0" else "listeners only"
             lines.append(
-                f"- N={r['listeners']}, server {node} ({role}): {_ms(d['p50'])} / {_ms(d['p99'])}"
+                f"- N={r['listeners']}, server {node} ({role}): {ms(d['p50'])} / {ms(d['p99'])}"
             )
     lines += [
         "",
@@ -276,7 +270,7 @@ def report_markdown(report: dict[str, Any]) -> str:
 
 async def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     (wav,) = resolve_wavs([args.file], args.eval_dir)
-    recording = fanout.trimmed(load_recording(wav), args.seconds)
+    recording = trimmed(load_recording(wav), args.seconds)
     settings = fanout.FanoutSettings(
         listeners=tuple(args.listeners),
         recording=wav,
@@ -285,7 +279,7 @@ async def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
         client_processes=args.client_processes,
         ready_timeout=args.ready_timeout,
     )
-    fanout.raise_fd_limit(max(settings.listeners) + 256)
+    raise_fd_limit(max(settings.listeners) + 256)
     rounds = []
     for count in settings.listeners:
         with tempfile.TemporaryDirectory(prefix="bench-redis-") as redis_dir:
@@ -299,7 +293,7 @@ async def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     return {
         "benchmark": "fanout-nodes",
         "command": command,
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "machine": machine_info(),
         "redis_version": version,
         "recording": str(wav),
@@ -316,17 +310,15 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--seconds", type=float, help="replay only the first SECONDS")
     parser.add_argument("--client-processes", type=int)
     parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--ready-timeout", type=float, default=180.0)
     args = parser.parse_args(list(argv))
     command = shlex.join(["python", "-m", "bench", "fanout-nodes", *argv])
     report = asyncio.run(run(args, command))
     markdown = report_markdown(report)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "fanout-nodes.json").write_text(json.dumps(report, indent=1) + "\n")
-    (args.out / "fanout-nodes.md").write_text(markdown)
+    json_path, md_path = write_report_files(args.out, "fanout-nodes", report, markdown)
     print(markdown)
-    print(f"wrote {args.out / 'fanout-nodes.json'} and {args.out / 'fanout-nodes.md'}")
+    print(f"wrote {json_path} and {md_path}")
     return 0
 
 

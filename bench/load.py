@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
-import json
 import os
 import re
 import subprocess
@@ -41,36 +39,39 @@ import numpy as np
 
 from bench.alignment import TimedWord
 from bench.capacity import measure_presenter, presenter_recordings
-from bench.fanout import (
+from bench.clients import (
     ClientPool,
-    ClientSpec,
-    CpuUse,
     Expect,
     Finish,
     Joined,
-    ListenerRecord,
     Results,
-    RssSampler,
     Settled,
-    check_finals,
-    cpu_snapshot,
-    cpu_use,
     default_client_processes,
+    split_listeners,
+)
+from bench.deliveries import (
+    ListenerRecord,
+    check_finals,
     delay_stats,
     presenter_finals,
-    raise_fd_limit,
-    server_under_test,
-    split_listeners,
-    trimmed,
     window_deliveries,
 )
+from bench.format import fixed, machine_line, mib, ms, slashed, utc_now, verdict, write_report_files
+from bench.listener import ClientSpec
 from bench.metrics import WordLatencies, distribution, word_latencies
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
 from bench.reference import DecodeSettings, cached_decode, timed_reference
-from bench.replay import Replay, create_session, present
-from bench.report import machine_info
-from bench.server import ServerHandle
+from bench.replay import Replay, create_session, present, trimmed
+from bench.resources import (
+    CpuUse,
+    RssSampler,
+    cpu_snapshot,
+    cpu_use,
+    machine_info,
+    raise_fd_limit,
+)
+from bench.server import ServerHandle, server_arguments, server_under_test
 
 DEFAULT_OUT = RESULTS
 DEFAULT_PRESENTERS = 2
@@ -81,7 +82,6 @@ DEFAULT_CLIENT_NICE = 10
 """The listener processes run at this nice value: on one machine they would otherwise take
 CPU from the server under test at the moments it fans out (measured in docs/metrics.md,
 "Load")."""
-MIB = 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,10 +448,6 @@ def audience_counts(recorded: Replay, start: float, end: float) -> dict[str, int
     }
 
 
-def _mib(value: int | None) -> float | None:
-    return None if value is None else round(value / MIB, 1)
-
-
 def _dist(values: Sequence[float | None]) -> dict[str, Any]:
     return asdict(distribution(values))
 
@@ -503,8 +499,8 @@ def round_json(
         "per_presenter": presenters,
         "server": {
             "cpu_cores": cpu.server,
-            "rss_start_mib": _mib(run.rss_start_bytes),
-            "rss_peak_mib": _mib(run.rss_peak_bytes),
+            "rss_start_mib": mib(run.rss_start_bytes),
+            "rss_peak_mib": mib(run.rss_peak_bytes),
         },
         "clients_cpu_cores": cpu.clients_total,
         "bench_cpu_cores": cpu.bench,
@@ -730,7 +726,7 @@ def report_json(run: LoadRun, settings: LoadSettings, command: str) -> dict[str,
     return {
         "benchmark": "load",
         "command": command,
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "machine": machine_info(),
         "server": {
             "url": settings.url,
@@ -772,18 +768,6 @@ def report_json(run: LoadRun, settings: LoadSettings, command: str) -> dict[str,
     }
 
 
-def _f(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{1000 * value:.0f}"
-
-
-def _yes(value: bool | None) -> str:
-    return {True: "yes", False: "**no**", None: "not measured"}[value]
-
-
 def _span(span: Sequence[float] | None) -> str:
     return "–" if span is None else f"{span[0]:.2f}-{span[1]:.2f}"
 
@@ -796,9 +780,8 @@ def report_markdown(report: dict[str, Any]) -> str:
         "# Load benchmark: real-time presenters, a large audience, some of it stalled",
         "",
         f"- Command: `{report['command']}`",
-        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
-        f"{machine['memory_gib']} GiB, Python {machine['python']}; server, listeners and "
-        "presenters all on this machine (loopback); the listener processes at nice "
+        f"- Machine: {machine_line(machine)}; server, listeners and presenters all on this "
+        "machine (loopback); the listener processes at nice "
         f"{report['client_nice']}, so that they take only CPU the server leaves",
         f"- Date (UTC): {report['created_utc']}",
         f"- {report['presenters']} presenters in real time, each its own session: "
@@ -808,15 +791,15 @@ def report_markdown(report: dict[str, Any]) -> str:
         f"{report['stalled']} of them stalled (connect, then read nothing until the end); "
         f"{report['pairs']} pairs of rounds, quiet then loaded, each on a fresh server",
         "- Load average (1 / 5 / 15 min) before the first round: "
-        + " / ".join(str(x) for x in rounds[0]["machine"]["load_average_before"])
+        + slashed(rounds[0]["machine"]["load_average_before"])
         + "; after the last: "
-        + " / ".join(str(x) for x in rounds[-1]["machine"]["load_average_after"]),
+        + slashed(rounds[-1]["machine"]["load_average_after"]),
         "",
         "| goal | measured | target | met |",
         "|---|---|---|---|",
     ]
     for name, goal in report["goals"].items():
-        lines.append(f"| {name} | {goal['value']} | {goal['goal']} | {_yes(goal['met'])} |")
+        lines.append(f"| {name} | {goal['value']} | {goal['goal']} | {verdict(goal['met'])} |")
     lines += [
         "",
         "## Presenter caption latency (all words of all presenters, rounds of a kind pooled)",
@@ -827,8 +810,8 @@ def report_markdown(report: dict[str, Any]) -> str:
     intervals = report["latency_intervals"]
     for row in report["latency_comparison"]:
         lines.append(
-            f"| {row['metric']} | {_f(row['quiet_s'])} | {_f(row['loaded_s'])} "
-            f"| {_f(row['ratio'])} |"
+            f"| {row['metric']} | {fixed(row['quiet_s'])} | {fixed(row['loaded_s'])} "
+            f"| {fixed(row['ratio'])} |"
         )
     if intervals is not None:
         lines += [
@@ -849,8 +832,8 @@ def report_markdown(report: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for pair in report["latency_by_pair"]:
-        cells = " | ".join(_f(r["ratio"]) for r in pair["rows"])
-        lines.append(f"| {pair['pair']} | {cells} | {_f(pair['worst_ratio'])} |")
+        cells = " | ".join(fixed(r["ratio"]) for r in pair["rows"])
+        lines.append(f"| {pair['pair']} | {cells} | {fixed(pair['worst_ratio'])} |")
     lines += [
         "",
         "| round | pair | listeners | lag max s | server CPU cores | server RSS start / peak MiB "
@@ -859,10 +842,10 @@ def report_markdown(report: dict[str, Any]) -> str:
     ]
     for r in rounds:
         lines.append(
-            f"| {r['round']} | {r['pair']} | {r['listeners']} | {_f(r['lag_max_s'])} "
-            f"| {_f(r['server']['cpu_cores'])} | {_f(r['server']['rss_start_mib'], 0)} / "
-            f"{_f(r['server']['rss_peak_mib'], 0)} | {_f(r['clients_cpu_cores'])} "
-            f"| {_f(r['machine']['other_cores'])} | {_f(r['wall_s'], 1)} |"
+            f"| {r['round']} | {r['pair']} | {r['listeners']} | {fixed(r['lag_max_s'])} "
+            f"| {fixed(r['server']['cpu_cores'])} | {fixed(r['server']['rss_start_mib'], 0)} / "
+            f"{fixed(r['server']['rss_peak_mib'], 0)} | {fixed(r['clients_cpu_cores'])} "
+            f"| {fixed(r['machine']['other_cores'])} | {fixed(r['wall_s'], 1)} |"
         )
     lines += [
         "",
@@ -875,8 +858,8 @@ def report_markdown(report: dict[str, Any]) -> str:
             d, f, g = p["draft_latency_s"], p["final_latency_s"], p["lag_s"]
             lines.append(
                 f"| {r['round']} | {r['pair']} | {p['recording']} "
-                f"| {_f(d['p50'])} / {_f(d['p95'])} "
-                f"| {_f(f['p50'])} / {_f(f['p95'])} | {_f(g['p95'])} / {_f(g['max'])} "
+                f"| {fixed(d['p50'])} / {fixed(d['p95'])} "
+                f"| {fixed(f['p50'])} / {fixed(f['p95'])} | {fixed(g['p95'])} / {fixed(g['max'])} "
                 f"| {p['finals']} |"
             )
     for r in rounds:
@@ -891,7 +874,7 @@ def report_markdown(report: dict[str, Any]) -> str:
             f"## Audience (loaded round, pair {r['pair']})",
             "",
             f"- Healthy listeners: {audience['healthy']}; event delay p50 / p95 / p99 / max "
-            f"{_ms(d['p50'])} / {_ms(d['p95'])} / {_ms(d['p99'])} / {_ms(d['max'])} ms "
+            f"{ms(d['p50'])} / {ms(d['p95'])} / {ms(d['p99'])} / {ms(d['max'])} ms "
             f"over {d['count']} deliveries (goal p99 <= {1000 * limits['delay_p99_s']:.0f} ms)",
             f"- Finals: {fin['healthy_exact']} / {audience['healthy']} healthy listeners hold "
             f"every final of their session (presenters' finals: {fin['presenters']}; missing "
@@ -945,12 +928,9 @@ def buffers_line(buffers: dict[str, Any] | None) -> str:
 
 def write_report(run: LoadRun, settings: LoadSettings, command: str) -> tuple[list[Path], str]:
     """Write ``load.json`` and ``load.md`` into ``settings.out``."""
-    settings.out.mkdir(parents=True, exist_ok=True)
     report = report_json(run, settings, command)
     markdown = report_markdown(report)
-    json_path, md_path = settings.out / "load.json", settings.out / "load.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
+    json_path, md_path = write_report_files(settings.out, "load", report, markdown)
     return [json_path, md_path], markdown
 
 
@@ -982,9 +962,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_CLIENT_NICE,
         help="nice value of the listener processes (default %(default)s; 0: equal to the server)",
     )
-    parser.add_argument("--url", help="a running server (default: a fresh one per round)")
-    parser.add_argument("--server-pid", type=int, help="with --url: its process id")
-    parser.add_argument("--ready-timeout", type=float, default=120.0)
+    server_arguments(
+        parser, "a running server (default: a fresh one per round)", "with --url: its process id"
+    )
     parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument(

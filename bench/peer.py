@@ -15,12 +15,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.paths import RESULTS
 from bench.peer_report import write_peer_report
 from bench.peer_run import PeerRunSettings, run_comparison
 from bench.peer_server import PEER_VENV
 from bench.recordings import EVAL_LONGFORM_EN, default_wavs, resolve_wavs
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT = RESULTS
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,8 +7,6 @@ erasure for both systems (``bench.peer_mapping``).
 
 from __future__ import annotations
 
-import datetime
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,11 +14,13 @@ from typing import Any
 
 from bench.alignment import WordErrors
 from bench.captions import Overall, overall, ratio
+from bench.format import fixed, machine_line, mark, utc_now, write_report_files, write_trace
 from bench.metrics import CAUSAL_SLACK_S
 from bench.peer_run import Load, PeerRunSettings, SystemRun
 from bench.peer_server import peer_versions
 from bench.reference import DecodeSettings, whisper_model_dir
-from bench.report import file_json, machine_info, overall_json, trace_json
+from bench.report import file_json, overall_json, trace_json
+from bench.resources import machine_info
 
 PEER_NAME = "WhisperLiveKit"
 
@@ -141,7 +141,7 @@ def report_json(
         "benchmark": "peer",
         "mode": "realtime",
         "command": command,
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "machine": machine_info(),
         "model_dir": str(whisper_model_dir(settings.model)),
         "peer": {"name": PEER_NAME, "versions": peer_versions(settings.peer_venv)},
@@ -156,16 +156,8 @@ def report_json(
     }
 
 
-def _f(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _mark(met: bool | None) -> str:
-    return {True: "yes", False: "**no**", None: "–"}[met]
-
-
 def _both(ours: float | None, peer: float | None, digits: int = 2) -> str:
-    return f"{_f(ours, digits)} / {_f(peer, digits)}"
+    return f"{fixed(ours, digits)} / {fixed(peer, digits)}"
 
 
 def _load(load: Load) -> str:
@@ -178,7 +170,7 @@ def _per_file_rows(ours: SystemRun, peer: SystemRun) -> list[str]:
         ours.results, peer.results, ours.loads, peer.loads, strict=True
     ):
         rows.append(
-            f"| {mine.recording} | {_f(mine.audio_seconds, 1)} "
+            f"| {mine.recording} | {fixed(mine.audio_seconds, 1)} "
             f"| {_both(wer_of(mine.errors), wer_of(theirs.errors), 3)} "
             f"| {_both(mine.draft_latency.p50, theirs.draft_latency.p50)} "
             f"| {_both(mine.final_latency.p50, theirs.final_latency.p50)} "
@@ -199,8 +191,7 @@ def report_markdown(report: dict[str, Any], ours: SystemRun, peer: SystemRun) ->
         f"# Peer comparison: ours vs {PEER_NAME}, realtime replay",
         "",
         f"- Command: `{report['command']}`",
-        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
-        f"{machine['memory_gib']} GiB, Python {machine['python']}; shared with other work: "
+        f"- Machine: {machine_line(machine)}; shared with other work: "
         "the 1-minute load average before → after each replay is in the per-file table",
         f"- Date (UTC): {report['created_utc']}",
         f"- Model for both: `{report['model_dir']}` (tiny.en, CTranslate2)",
@@ -217,11 +208,11 @@ def report_markdown(report: dict[str, Any], ours: SystemRun, peer: SystemRun) ->
         "| goal | target | measured | met |",
         "|---|---|---|---|",
         f"| draft latency p50, ours / peer | <= {goals['draft_latency_p50_ratio_max']} "
-        f"| {_f(met['draft_latency_p50_ratio'])} | {_mark(met['met']['draft_latency_p50'])} |",
+        f"| {fixed(met['draft_latency_p50_ratio'])} | {mark(met['met']['draft_latency_p50'])} |",
         f"| final latency p50, ours / peer | <= {goals['final_latency_p50_ratio_max']} "
-        f"| {_f(met['final_latency_p50_ratio'])} | {_mark(met['met']['final_latency_p50'])} |",
+        f"| {fixed(met['final_latency_p50_ratio'])} | {mark(met['met']['final_latency_p50'])} |",
         f"| WER, ours / peer | <= {goals['wer_ratio_max']} "
-        f"| {_f(met['wer_ratio'])} | {_mark(met['met']['wer'])} |",
+        f"| {fixed(met['wer_ratio'])} | {mark(met['met']['wer'])} |",
         "",
         "## Overall",
         "",
@@ -230,8 +221,9 @@ def report_markdown(report: dict[str, Any], ours: SystemRun, peer: SystemRun) ->
     ]
     for row, entry in zip(ROWS, report["comparison"], strict=True):
         lines.append(
-            f"| {row.label} | {_f(entry['ours'], row.digits)} | {_f(entry['peer'], row.digits)} "
-            f"| {_f(entry['ratio'])} |"
+            f"| {row.label} | {fixed(entry['ours'], row.digits)} "
+            f"| {fixed(entry['peer'], row.digits)} "
+            f"| {fixed(entry['ratio'])} |"
         )
     lines += [
         "",
@@ -272,16 +264,10 @@ def write_peer_report(
     ``traces/`` into ``settings.out``; return both paths and the Markdown."""
     report = report_json(ours, peer, settings, goals or PeerGoals(), command)
     markdown = report_markdown(report, ours, peer)
-    settings.out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = settings.out / "peer.json", settings.out / "peer.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
-    traces = settings.out / "traces"
-    traces.mkdir(exist_ok=True)
+    json_path, md_path = write_report_files(settings.out, "peer", report, markdown)
     for recorded in ours.replays:
-        path = traces / f"peer-ours-{recorded.recording}.json"
-        path.write_text(json.dumps(trace_json(recorded)) + "\n", encoding="utf-8")
+        write_trace(settings.out, f"peer-ours-{recorded.recording}", trace_json(recorded))
     for index, recorded in enumerate(peer.replays):
-        path = traces / f"peer-whisperlivekit-{recorded.recording}.json"
-        path.write_text(json.dumps(peer_trace_json(peer, index)) + "\n", encoding="utf-8")
+        name = f"peer-whisperlivekit-{recorded.recording}"
+        write_trace(settings.out, name, peer_trace_json(peer, index))
     return json_path, md_path, markdown

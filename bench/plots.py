@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.capacity import lag_series
+from bench.format import pyplot, save_figure
 from bench.metrics import SendSchedule
-from bench.report import pyplot, save_figure
+from bench.paths import RESULTS
 
-DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_RESULTS = RESULTS
 
 
 def _load(path: Path) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ Sending and receiving run as two tasks; every received text message is kept with
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import time
@@ -78,6 +79,14 @@ def split_chunks(pcm: bytes, sample_rate: int) -> list[bytes]:
     return chunks
 
 
+def trimmed(recording: Recording, seconds: float | None) -> Recording:
+    """The first ``seconds`` of ``recording`` (all of it when ``None`` or longer)."""
+    if seconds is None or seconds >= recording.duration:
+        return recording
+    samples = round(seconds * recording.sample_rate)
+    return dataclasses.replace(recording, pcm=recording.pcm[: 2 * samples])
+
+
 async def create_session(base_url: str, title: str) -> dict[str, Any]:
     """``POST /api/sessions`` for English captions only; returns the 201 body."""
     async with httpx.AsyncClient(base_url=base_url, timeout=30.0) as client:
@@ -97,14 +106,19 @@ def _ws_url(base_url: str, code: str) -> str:
 
 
 async def _send_audio(
-    ws: ClientConnection, chunks: list[bytes], mode: Mode, send_times: list[float]
+    ws: ClientConnection,
+    chunks: list[bytes],
+    mode: Mode,
+    send_times: list[float],
+    speed: float = 1.0,
 ) -> float:
-    """Send every chunk (realtime: chunk ``k`` at ``t0 + (k + 1) * 0.1 s``, when its last
-    sample would exist on a live microphone; fast: at once), then ``stop``."""
+    """Send every chunk (realtime: chunk ``k`` at ``t0 + (k + 1) * 0.1 s / speed``, at
+    ``speed`` 1 when its last sample would exist on a live microphone; fast: at once), then
+    ``stop``."""
     t0 = time.monotonic()
     for index, chunk in enumerate(chunks):
         if mode == "realtime":
-            delay = t0 + (index + 1) * CHUNK_SECONDS - time.monotonic()
+            delay = t0 + (index + 1) * CHUNK_SECONDS / speed - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
         send_times.append(time.monotonic())
@@ -158,9 +172,12 @@ async def present(
     mode: Mode = "realtime",
     cpu_clock: Callable[[], float] | None = None,
     end_timeout: float = 300.0,
+    speed: float = 1.0,
 ) -> Replay:
     """Replay ``recording`` (spoken ``language``) into an existing ``session``, created by
-    the caller so that listeners can join before the audio starts."""
+    the caller so that listeners can join before the audio starts. In ``realtime`` mode the
+    schedule runs ``speed`` times faster than real time (the server refuses audio faster
+    than its ``INTERP_MAX_AUDIO_SPEED``)."""
     chunks = split_chunks(recording.pcm, recording.sample_rate)
     ends = list(itertools.accumulate(len(c) // 2 for c in chunks))
     received: list[Received] = []
@@ -178,11 +195,11 @@ async def present(
         }
         await ws.send(json.dumps(start))
         ready_at = await _wait_ready(ws, received)
-        deadline = end_timeout + (recording.duration if mode == "realtime" else 0.0)
+        deadline = end_timeout + (recording.duration / speed if mode == "realtime" else 0.0)
         try:
             async with asyncio.timeout(deadline), asyncio.TaskGroup() as group:
                 receiver = group.create_task(_receive_until_ended(ws, received, counts))
-                sender = group.create_task(_send_audio(ws, chunks, mode, send_times))
+                sender = group.create_task(_send_audio(ws, chunks, mode, send_times, speed))
         except* ConnectionClosed as closed:
             raise ReplayError(
                 f"{recording.id}: server closed the stream "

@@ -2,60 +2,17 @@
 
 from __future__ import annotations
 
-import datetime
-import json
-import os
-import platform
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from bench.alignment import WordErrors
 from bench.captions import CaptionRun, FileResult, Goals, Overall, RunSettings, overall
+from bench.format import fixed, machine_detail, mark, utc_now, write_report_files, write_trace
 from bench.metrics import CAUSAL_SLACK_S, Distribution
 from bench.reference import whisper_model_dir
 from bench.replay import Replay
-
-
-def pyplot() -> Any:
-    """matplotlib's pyplot on the file-only Agg backend (benches run without a display)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_figure(figure: Any, path: Path) -> Path:
-    """Lay out ``figure``, write it to ``path`` (PNG, 110 dpi) and close it."""
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot().close(figure)
-    return path
-
-
-def machine_info() -> dict[str, Any]:
-    """CPU model, core counts, memory, OS, Python, and the load average when the run ended
-    (other work on the machine skews the numbers)."""
-    model = platform.processor() or "unknown"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {
-        "cpu_model": model,
-        "logical_cores": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)),
-        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "load_average_1_5_15m": [round(x, 2) for x in os.getloadavg()],
-    }
+from bench.resources import machine_info
 
 
 def _errors(errors: WordErrors) -> dict[str, int]:
@@ -167,7 +124,7 @@ def report_json(
         "benchmark": "captions",
         "mode": settings.mode,
         "command": command,
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "machine": machine_info(),
         "server": {
             "url": run.server_url,
@@ -188,16 +145,8 @@ def report_json(
     }
 
 
-def _f(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
 def _pair(d: Distribution) -> str:
-    return f"{_f(d.p50)} / {_f(d.p95)}"
-
-
-def _mark(met: bool | None) -> str:
-    return {True: "yes", False: "**no**", None: "–"}[met]
+    return f"{fixed(d.p50)} / {fixed(d.p95)}"
 
 
 def report_markdown(report: dict[str, Any], run: CaptionRun, summary: Overall) -> str:
@@ -207,10 +156,7 @@ def report_markdown(report: dict[str, Any], run: CaptionRun, summary: Overall) -
         f"# Live captions benchmark, {report['mode']} replay",
         "",
         f"- Command: `{report['command']}`",
-        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores "
-        f"({machine['logical_cores']} logical), {machine['memory_gib']} GiB, "
-        f"{machine['platform']}, Python {machine['python']}; load average at the end "
-        f"(1/5/15 min): {' / '.join(str(x) for x in machine['load_average_1_5_15m'])}",
+        f"- Machine: {machine_detail(machine)}",
         f"- Date (UTC): {report['created_utc']}",
         f"- Offline baseline and reference word times: {report['offline_baseline']['model']}, "
         f"beam {report['offline_baseline']['beam_size']}, whole file",
@@ -222,11 +168,11 @@ def report_markdown(report: dict[str, Any], run: CaptionRun, summary: Overall) -
         "| metric | goal | measured | met |",
         "|---|---|---|---|",
         f"| draft latency p50 (s) | <= {goals['draft_latency_p50_s']} "
-        f"| {_f(summary.draft_latency.p50)} | {_mark(met['draft_latency_p50'])} |",
+        f"| {fixed(summary.draft_latency.p50)} | {mark(met['draft_latency_p50'])} |",
         f"| final latency p50 (s) | <= {goals['final_latency_p50_s']} "
-        f"| {_f(summary.final_latency.p50)} | {_mark(met['final_latency_p50'])} |",
+        f"| {fixed(summary.final_latency.p50)} | {mark(met['final_latency_p50'])} |",
         f"| WER streaming / offline | <= {goals['wer_ratio_max']} "
-        f"| {_f(summary.wer_ratio)} | {_mark(met['wer_ratio'])} |",
+        f"| {fixed(summary.wer_ratio)} | {mark(met['wer_ratio'])} |",
         "",
         "## Per file",
         "",
@@ -237,21 +183,22 @@ def report_markdown(report: dict[str, Any], run: CaptionRun, summary: Overall) -
     ]
     for r in run.results:
         lines.append(
-            f"| {r.recording} | {_f(r.audio_seconds, 1)} | {_f(_wer(r.errors), 3)} "
-            f"| {_f(_wer(r.offline_errors), 3)} | {_f(r.wer_ratio)} | {_pair(r.draft_latency)} "
+            f"| {r.recording} | {fixed(r.audio_seconds, 1)} | {fixed(_wer(r.errors), 3)} "
+            f"| {fixed(_wer(r.offline_errors), 3)} | {fixed(r.wer_ratio)} "
+            f"| {_pair(r.draft_latency)} "
             f"| {_pair(r.final_latency)} | {r.latencies.never_shown} / {r.latencies.never_final} "
-            f"| {_f(r.time_to_first_caption_s)} | {_f(r.end_lag_s)} "
-            f"| {_f(r.erasure.normalised, 3)} | {_f(r.real_time_factor, 3)} "
-            f"| {_f(r.cpu_per_audio_second, 3)} |"
+            f"| {fixed(r.time_to_first_caption_s)} | {fixed(r.end_lag_s)} "
+            f"| {fixed(r.erasure.normalised, 3)} | {fixed(r.real_time_factor, 3)} "
+            f"| {fixed(r.cpu_per_audio_second, 3)} |"
         )
     lines.append(
-        f"| **overall** | {_f(summary.audio_seconds, 1)} | {_f(_wer(summary.errors), 3)} "
-        f"| {_f(_wer(summary.offline_errors), 3)} | {_f(summary.wer_ratio)} "
+        f"| **overall** | {fixed(summary.audio_seconds, 1)} | {fixed(_wer(summary.errors), 3)} "
+        f"| {fixed(_wer(summary.offline_errors), 3)} | {fixed(summary.wer_ratio)} "
         f"| {_pair(summary.draft_latency)} | {_pair(summary.final_latency)} "
         f"| {summary.never_shown} / {summary.never_final} "
-        f"| {_f(summary.time_to_first_caption.p50)} (median) "
-        f"| {_f(summary.end_lag.p50)} (median) | {_f(summary.erasure.normalised, 3)} "
-        f"| {_f(summary.real_time_factor, 3)} | {_f(summary.cpu_per_audio_second, 3)} |"
+        f"| {fixed(summary.time_to_first_caption.p50)} (median) "
+        f"| {fixed(summary.end_lag.p50)} (median) | {fixed(summary.erasure.normalised, 3)} "
+        f"| {fixed(summary.real_time_factor, 3)} | {fixed(summary.cpu_per_audio_second, 3)} |"
     )
     lines += [
         "",
@@ -299,14 +246,8 @@ def write_report(
     summary = overall(run.results)
     report = report_json(run, settings, summary, goals, command)
     markdown = report_markdown(report, run, summary)
-    settings.out.mkdir(parents=True, exist_ok=True)
-    json_path = settings.out / f"captions-{settings.mode}.json"
-    md_path = settings.out / f"captions-{settings.mode}.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
-    traces = settings.out / "traces"
-    traces.mkdir(exist_ok=True)
+    name = f"captions-{settings.mode}"
+    json_path, md_path = write_report_files(settings.out, name, report, markdown)
     for recorded in run.replays:
-        path = traces / f"captions-{settings.mode}-{recorded.recording}.json"
-        path.write_text(json.dumps(trace_json(recorded)) + "\n", encoding="utf-8")
+        write_trace(settings.out, f"{name}-{recorded.recording}", trace_json(recorded))
     return json_path, md_path, markdown

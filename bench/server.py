@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import signal
 import socket
 import sys
-from collections.abc import Mapping
+import tempfile
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,3 +128,38 @@ def cpu_seconds(pid: int) -> float:
     waited-for children."""
     times = psutil.Process(pid).cpu_times()
     return float(times.user + times.system + times.children_user + times.children_system)
+
+
+@asynccontextmanager
+async def server_under_test(
+    url: str | None,
+    server_pid: int | None,
+    log_path: Path,
+    ready_timeout: float,
+    env: Mapping[str, str] | None = None,
+) -> AsyncIterator[ServerHandle]:
+    """The server at ``url``, or a fresh ``app.cli serve`` with an empty data directory and
+    ``env`` added to its environment (``env`` does not reach a server at ``url``)."""
+    if url is not None:
+        yield ServerHandle(url.rstrip("/"), server_pid)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-server-data-") as data_dir:
+        server = ServerProcess(log_path, env={**(env or {}), "INTERP_DATA_DIR": data_dir})
+        handle = await server.start(ready_timeout)
+        try:
+            yield handle
+        finally:
+            await server.stop()
+
+
+def server_arguments(
+    parser: argparse.ArgumentParser,
+    url_help: str = "base URL of a running server (default: start `python -m app.cli serve` "
+    "on a free loopback port and stop it afterwards)",
+    pid_help: str = "with --url: process id of that server, to measure its CPU time",
+    ready_timeout: float = 120.0,
+) -> None:
+    """Add ``--url``, ``--server-pid`` and ``--ready-timeout`` to a bench's parser."""
+    parser.add_argument("--url", help=url_help)
+    parser.add_argument("--server-pid", type=int, help=pid_help)
+    parser.add_argument("--ready-timeout", type=float, default=ready_timeout)

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime
-import json
 import os
 import sys
 import time
@@ -28,32 +26,34 @@ from typing import Any
 import psutil
 
 from bench.capacity import LAG_LIMIT_S, LagSample, caption_ends, lag_series, server_lag_max
-from bench.fanout import (
-    ClientPool,
-    ClientSpec,
-    CpuSnapshot,
-    Expect,
-    Finish,
-    Joined,
+from bench.clients import ClientPool, split_listeners
+from bench.deliveries import (
     ListenerRecord,
-    Results,
-    Settled,
     check_finals,
-    cpu_snapshot,
     delay_stats,
     presenter_finals,
-    raise_fd_limit,
-    server_under_test,
-    split_listeners,
     window_deliveries,
 )
+from bench.format import (
+    fixed,
+    machine_line,
+    ms,
+    pyplot,
+    save_figure,
+    slashed,
+    utc_now,
+    verdict,
+    write_json,
+)
+from bench.listener import ClientSpec
 from bench.metrics import distribution
+from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
 from bench.replay import Replay, create_session, present
-from bench.report import machine_info, pyplot, save_figure
-from bench.server import ServerHandle
+from bench.resources import CpuSnapshot, cpu_snapshot, footprint, machine_info, raise_fd_limit
+from bench.server import ServerHandle, server_arguments, server_under_test
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT = RESULTS
 DEFAULT_MINUTES = 30.0
 DEFAULT_LISTENERS = 20
 SAMPLE_INTERVAL_S = 10.0
@@ -116,12 +116,9 @@ def take_sample(server_pid: int | None, client_pids: Sequence[int]) -> ResourceS
     rss = fds = threads = None
     children = 0
     if server_pid is not None:
-        process = psutil.Process(server_pid)
-        with process.oneshot():
-            rss = int(process.memory_info().rss)
-            fds = process.num_fds()
-            threads = process.num_threads()
-        for child in process.children(recursive=True):
+        now = footprint(server_pid)
+        rss, fds, threads = now.rss_bytes, now.fds, now.threads
+        for child in psutil.Process(server_pid).children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 children += int(child.memory_info().rss)
     return ResourceSample(
@@ -312,14 +309,6 @@ class SoakRun:
     load_average_after: tuple[float, float, float]
 
 
-async def _join(pool: ClientPool, limit_s: float) -> tuple[int, bool]:
-    joined = await pool.gather(Joined, limit_s)
-    connected = sum(j.connected for j in joined)
-    pool.send(Expect(connected, limit_s))
-    settled = await pool.gather(Settled, limit_s + 30)
-    return connected, all(s.complete for s in settled)
-
-
 async def run_soak_round(
     settings: SoakSettings, recording: Recording, server: ServerHandle
 ) -> SoakRun:
@@ -334,7 +323,7 @@ async def run_soak_round(
     load_before = os.getloadavg()
     try:
         if pool is not None:
-            await _join(pool, settings.settle_timeout)
+            await pool.join(settings.settle_timeout)
         pids = pool.pids if pool is not None else []
         async with Sampler(server.pid, pids, settings.interval_s) as sampler:
             window_start = time.time()
@@ -342,9 +331,8 @@ async def run_soak_round(
             window_end = time.time()
         records: tuple[ListenerRecord, ...] = ()
         if pool is not None:
-            pool.send(Finish(frozenset(presenter_finals(presenter)), settings.drain_timeout))
-            results = await pool.gather(Results, settings.drain_timeout + 120)
-            records = tuple(sorted((r for x in results for r in x.records), key=lambda r: r.index))
+            finals = frozenset(presenter_finals(presenter))
+            records = tuple((await pool.finish(finals, settings.drain_timeout))[0])
     except BaseException:
         if pool is not None:
             await pool.close(grace=0.0)
@@ -405,7 +393,7 @@ def report_json(run: SoakRun, settings: SoakSettings, command: str) -> dict[str,
     return {
         "benchmark": "soak",
         "command": command,
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "machine": machine_info(),
         "server": {"url": settings.url, "started_by_bench": settings.url is None},
         "recordings": [w.stem for w in settings.wavs],
@@ -419,7 +407,7 @@ def report_json(run: SoakRun, settings: SoakSettings, command: str) -> dict[str,
         "limits": {"lag_s": settings.lag_limit_s, "growth_mb": settings.growth_limit_mb},
         "goals": {
             "caption lag max (p95), s": {
-                "value": f"{_f(lag.max)} ({_f(lag.p95)})",
+                "value": f"{fixed(lag.max)} ({fixed(lag.p95)})",
                 "goal": f"< {settings.lag_limit_s:g}",
                 "met": lag_ok,
             },
@@ -499,14 +487,6 @@ def report_json(run: SoakRun, settings: SoakSettings, command: str) -> dict[str,
     }
 
 
-def _f(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _yes(value: bool | None) -> str:
-    return {True: "yes", False: "**no**", None: "not measured"}[value]
-
-
 def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
     """The soak report in Markdown."""
     machine, lag, mem = report["machine"], report["lag_s"], report["memory"]
@@ -516,41 +496,42 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         "# Soak benchmark: one long real-time session",
         "",
         f"- Command: `{report['command']}`",
-        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
-        f"{machine['memory_gib']} GiB, Python {machine['python']}",
+        f"- Machine: {machine_line(machine)}",
         f"- Date (UTC): {report['created_utc']}",
         f"- Stream: {report['audio_s'] / 60:.1f} min of audio in real time "
         f"({', '.join(report['recordings'])}, looped with {report['gap_s']:.0f} s of silence "
         f"between them), one presenter, {report['listeners']} listener(s); server sampled "
         f"every {report['interval_s']:.0f} s",
-        f"- Load average (1 min) during the stream: median {_f(load['p50'])}, max "
-        f"{_f(load['max'])}; other work on the machine: median {_f(other['p50'])} cores, "
-        f"p95 {_f(other['p95'])} (1/5/15 min before: {_triple(report['load_average_before'])}"
-        f"; after: {_triple(report['load_average_after'])})",
+        f"- Load average (1 min) during the stream: median {fixed(load['p50'])}, max "
+        f"{fixed(load['max'])}; other work on the machine: median {fixed(other['p50'])} cores, "
+        f"p95 {fixed(other['p95'])} (1/5/15 min before: {slashed(report['load_average_before'])}"
+        f"; after: {slashed(report['load_average_after'])})",
         "",
         "| metric | measured | goal | met |",
         "|---|---|---|---|",
-        f"| caption lag max / p95 / p50 (s) | {_f(lag['max'])} / {_f(lag['p95'])} / "
-        f"{_f(lag['p50'])} | max < {goals['lag_s']:.0f} s | {_yes(report['lag_goal_met'])} |",
-        f"| RSS growth from {_f((mem['growth_from_s'] or 0) / 60, 1)} min to the end (MB) "
-        f"| {_f(mem['growth_mb'], 1)} ({_f(mem['rss_at_growth_from_mb'], 0)} → "
-        f"{_f(mem['rss_end_mb'], 0)}) | < {goals['growth_mb']:.0f} MB "
-        f"| {_yes(report['growth_goal_met'])} |",
+        f"| caption lag max / p95 / p50 (s) | {fixed(lag['max'])} / {fixed(lag['p95'])} / "
+        f"{fixed(lag['p50'])} | max < {goals['lag_s']:.0f} s | {verdict(report['lag_goal_met'])} |",
+        f"| RSS growth from {fixed((mem['growth_from_s'] or 0) / 60, 1)} min to the end (MB) "
+        f"| {fixed(mem['growth_mb'], 1)} ({fixed(mem['rss_at_growth_from_mb'], 0)} → "
+        f"{fixed(mem['rss_end_mb'], 0)}) | < {goals['growth_mb']:.0f} MB "
+        f"| {verdict(report['growth_goal_met'])} |",
         f"| RSS trend after that point (MB per hour, least squares) "
-        f"| {_f(mem['slope_mb_per_hour'], 1)} | | |",
-        f"| RSS start / max (MB) | {_f(mem['rss_start_mb'], 0)} / {_f(mem['rss_max_mb'], 0)} | | |",
+        f"| {fixed(mem['slope_mb_per_hour'], 1)} | | |",
+        f"| RSS start / max (MB) | {fixed(mem['rss_start_mb'], 0)} "
+        f"/ {fixed(mem['rss_max_mb'], 0)} | | |",
         f"| open files, threads (start → end) | {mem['fds_start_end'][0]} → "
         f"{mem['fds_start_end'][1]}, {mem['threads_start_end'][0]} → "
         f"{mem['threads_start_end'][1]} | | |",
         f"| server CPU (cores, mean; per {report['interval_s']:.0f} s p95) "
-        f"| {_f(cpu['server_cores_mean'])}; {_f(cpu['server_cores_per_interval']['p95'])} | | |",
-        f"| end lag (s) | {_f(report['end_lag_s'])} | | |",
+        f"| {fixed(cpu['server_cores_mean'])}; "
+        f"{fixed(cpu['server_cores_per_interval']['p95'])} | | |",
+        f"| end lag (s) | {fixed(report['end_lag_s'])} | | |",
         f"| caption events / finals | {report['captions']['events']} / "
         f"{report['captions']['finals']} | | |",
         f"| listeners with every final | {aud['listeners_exact']} / {report['listeners']} "
         f"(reconnects {aud['reconnects']}) | | |",
-        f"| listener delay p50 / p99 / max (ms) | {_f(_ms(aud['delay_s']['p50']), 0)} / "
-        f"{_f(_ms(aud['delay_s']['p99']), 0)} / {_f(_ms(aud['delay_s']['max']), 0)} | | |",
+        f"| listener delay p50 / p99 / max (ms) | {ms(aud['delay_s']['p50'])} / "
+        f"{ms(aud['delay_s']['p99'])} / {ms(aud['delay_s']['max'])} | | |",
         "",
         "Lag = audio seconds sent − the largest caption `end` received, at every source "
         "caption (as in the capacity bench). MB = 10^6 bytes. Other work = busy CPU of the "
@@ -560,14 +541,6 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         lines += ["", f"![RSS, lag and CPU over time]({plot.name})"]
     lines.append("")
     return "\n".join(lines)
-
-
-def _triple(values: Sequence[float]) -> str:
-    return " / ".join(str(x) for x in values)
-
-
-def _ms(value: float | None) -> float | None:
-    return None if value is None else 1000 * value
 
 
 def plot_soak(report: dict[str, Any], path: Path) -> Path:
@@ -622,11 +595,11 @@ def write_report(run: SoakRun, settings: SoakSettings, command: str) -> tuple[li
     """Write ``soak.json``, ``soak.md`` and ``soak.png`` into ``settings.out``."""
     settings.out.mkdir(parents=True, exist_ok=True)
     report = report_json(run, settings, command)
-    json_path, md_path = settings.out / "soak.json", settings.out / "soak.md"
-    json_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")  # first: a
-    # long run's numbers must survive a failure of the plot
+    # The JSON first: a long run's numbers must survive a failure of the plot.
+    json_path = write_json(settings.out / "soak.json", report)
     plot = plot_soak(report, settings.out / "soak.png")
     markdown = report_markdown(report, plot)
+    md_path = settings.out / "soak.md"
     md_path.write_text(markdown, encoding="utf-8")
     return [json_path, md_path, plot], markdown
 
@@ -648,9 +621,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--lag-limit", type=float, default=LAG_LIMIT_S)
     parser.add_argument("--growth-limit", type=float, default=GROWTH_LIMIT_MB, help="MB")
-    parser.add_argument("--url", help="a running server (default: start a fresh one)")
-    parser.add_argument("--server-pid", type=int, help="with --url: its process id")
-    parser.add_argument("--ready-timeout", type=float, default=120.0)
+    server_arguments(
+        parser, "a running server (default: start a fresh one)", "with --url: its process id"
+    )
     parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return parser

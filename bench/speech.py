@@ -34,10 +34,11 @@ from typing import Any
 
 import websockets
 
+from bench.format import slashed, write_report_files
 from bench.metrics import distribution, percentile
 from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
 from bench.replay import present
-from bench.report import machine_info
+from bench.resources import machine_info
 from bench.server import ServerProcess
 from bench.translation_replay import create_translated_session
 from engine.speech.speaker import PaceConfig, speech_pieces
@@ -282,7 +283,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         "",
         f"Machine: {m['cpu_model']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
         f"load average at the end (1/5/15 min): "
-        f"{' / '.join(str(x) for x in m['load_average_1_5_15m'])}.",
+        f"{slashed(m['load_average_1_5_15m'])}.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -356,12 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     report["goals"] = goals(report)
     report["machine"] = machine_info()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "speech.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     markdown = report_markdown(report)
-    (args.out / "speech.md").write_text(markdown, encoding="utf-8")
+    json_path, md_path = write_report_files(args.out, "speech", report, markdown)
     print(markdown)
-    print(f"wrote {args.out / 'speech.json'} and {args.out / 'speech.md'}")
+    print(f"wrote {json_path} and {md_path}")
     return 0
 
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.paths import REPO
+from bench.paths import REPO, RESULTS
 
-DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_RESULTS = RESULTS
 README = REPO / "README.md"
 BEGIN = "<!-- measured:begin -->"
 END = "<!-- measured:end -->"

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import websockets
 
+from bench.format import slashed, write_report_files
 from bench.metrics import distribution
 from bench.recordings import EVAL_LONGFORM_EN
-from bench.report import machine_info
+from bench.resources import machine_info
 from bench.server import ServerProcess
 from bench.translation_replay import create_translated_session
 
@@ -259,7 +260,7 @@ def markdown(report: dict[str, Any], command: str) -> str:
     lines += [
         "",
         f"Machine: {m['cpu_model']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
-        f"load average at the end: {' / '.join(str(x) for x in m['load_average_1_5_15m'])}.",
+        f"load average at the end: {slashed(m['load_average_1_5_15m'])}.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -278,9 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = asyncio.run(run(args))
     report["machine"] = machine_info()
     name = "talk-detect" if args.detect else "talk"
-    (args.out / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     text = markdown(report, command)
-    (args.out / f"{name}.md").write_text(text, encoding="utf-8")
+    write_report_files(args.out, name, report, text)
     print(text)
     return 0
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bench.recordings import EVAL_LONGFORM_EN, load_recording
-from bench.report import machine_info
+from bench.resources import machine_info
 from engine.audio import SAMPLE_RATE, decode_pcm16
 from models.catalog import resolve_whisper
 from models.whisper import FRAMES_PER_SECOND, FULL_WINDOW

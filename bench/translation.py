@@ -11,8 +11,12 @@ docs/metrics.md, "Translation".
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
+import shlex
+import sys
 import tempfile
 import time
 import wave
@@ -24,10 +28,10 @@ from typing import Any
 import httpx
 
 from bench.metrics import Distribution, Erasure, distribution
-from bench.paths import EVAL
-from bench.recordings import EVAL_LONGFORM_EN, Recording, load_recording
+from bench.paths import EVAL, RESULTS
+from bench.recordings import EVAL_LONGFORM_EN, Recording, load_recording, resolve_wavs
 from bench.replay import Mode
-from bench.server import ServerHandle, ServerProcess
+from bench.server import ServerHandle, ServerProcess, server_arguments
 from bench.translation_metrics import (
     ClipSpan,
     SegmentTiming,
@@ -451,3 +455,91 @@ async def run_translation(settings: TranslationSettings) -> TranslationRun:
         server_log=log_path,
         text_load_average=text_load,
     )
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench translation", description=__doc__)
+    server_arguments(parser)
+    parser.add_argument(
+        "--sentences",
+        type=int,
+        default=300,
+        help="FLORES-200 devtest sentences per text route (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--routes",
+        nargs="*",
+        metavar="SRC-TGT",
+        default=[f"{s}-{t}" for s, t in TEXT_ROUTES],
+        help="Apertium directions of the text part; none to skip it (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--speech",
+        nargs="*",
+        metavar="LANG",
+        default=list(SPEECH_LANGUAGES),
+        help="FLEURS languages to speak, one talk each (X->en; en->--english-targets); none "
+        "to skip (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--english-targets",
+        nargs="+",
+        metavar="LANG",
+        default=list(ENGLISH_TARGETS),
+        help="targets of the English FLEURS talk (default: %(default)s)",
+    )
+    parser.add_argument("--clips", type=int, help="at most this many clips per FLEURS language")
+    parser.add_argument(
+        "--latency-file",
+        default=LATENCY_RECORDING,
+        help="English long-form recording (id in --eval-dir or WAV path) replayed in real time "
+        "for latency, or 'none' (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("realtime", "fast"),
+        default="realtime",
+        help="replay of the FLEURS talks; fast skips the Whisper-translate latency goal",
+    )
+    parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m bench translation [options]``: both parts, the report written and printed."""
+    from bench.translation_report import write_report  # the report module builds on this one
+
+    args = build_parser().parse_args(argv)
+    routes = []
+    for pair in args.routes:
+        source, sep, target = pair.partition("-")
+        if not sep or not source or not target:
+            print(f"--routes: expected SRC-TGT, got {pair!r}", file=sys.stderr)
+            return 2
+        routes.append((source, target))
+    latency = None
+    if args.latency_file.lower() != "none":
+        (latency,) = resolve_wavs([args.latency_file], args.eval_dir)
+    settings = TranslationSettings(
+        out=args.out,
+        sentences=args.sentences,
+        text_routes=tuple(routes),
+        speech_languages=tuple(args.speech),
+        english_targets=tuple(args.english_targets),
+        clips_per_language=args.clips,
+        latency_recording=latency,
+        mode=args.mode,
+        url=args.url,
+        server_pid=args.server_pid,
+        ready_timeout=args.ready_timeout,
+    )
+    run = asyncio.run(run_translation(settings))
+    command = shlex.join(["python", "-m", "bench", "translation", *argv])
+    json_path, md_path, markdown = write_report(run, settings, Goals(), command)
+    print(markdown)
+    print(f"wrote {json_path} and {md_path}")
+    return 0

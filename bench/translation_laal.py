@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.metrics import distribution
+from bench.paths import RESULTS
 from bench.replay import Received
 from bench.translation import FLEURS_DIR, build_talk, fleurs_clips
 from bench.translation_metrics import clip_laal, heard_captions, translated
 
-DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_RESULTS = RESULTS
 NOTE = (
     "added from traces/translation-<talk>.json after the run (python -m bench.translation_laal); "
     "audio time 0 = arrival of the presenter's ready"

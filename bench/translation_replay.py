@@ -20,7 +20,6 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from bench.fanout import CpuUse, cpu_snapshot, cpu_use
 from bench.recordings import Recording
 from bench.replay import (
     Mode,
@@ -29,6 +28,7 @@ from bench.replay import (
     ReplayError,
     present,
 )
+from bench.resources import CpuUse, cpu_snapshot, cpu_use
 from bench.server import ServerHandle
 
 JOIN_TIMEOUT_S = 10.0

@@ -3,15 +3,22 @@ and one trace per talk."""
 
 from __future__ import annotations
 
-import datetime
-import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.format import (
+    fixed,
+    machine_detail,
+    mark,
+    slashed,
+    utc_now,
+    write_report_files,
+    write_trace,
+)
 from bench.metrics import Distribution, Erasure, distribution
-from bench.report import machine_info
+from bench.resources import machine_info
 from bench.translation import (
     CLIP_GAP_S,
     WHISPER_SEGMENT_MAX_S,
@@ -150,7 +157,7 @@ def report_json(
     return {
         "benchmark": "translation",
         "command": command,
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "machine": machine_info(),
         "text_load_average_1_5_15m": (
             [round(x, 2) for x in run.text_load_average] if run.text_load_average else None
@@ -186,18 +193,10 @@ def report_json(
     }
 
 
-def _f(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
 def _ms(d: Distribution) -> str:
     if d.p50 is None or d.p95 is None:
         return "–"
     return f"{d.p50 * 1000:.0f} / {d.p95 * 1000:.0f}"
-
-
-def _mark(met: bool | None) -> str:
-    return {True: "yes", False: "**no**", None: "–"}[met]
 
 
 def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
@@ -213,11 +212,8 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
         "# Translation benchmark",
         "",
         f"- Command: `{report['command']}`",
-        f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores "
-        f"({machine['logical_cores']} logical), {machine['memory_gib']} GiB, "
-        f"{machine['platform']}, Python {machine['python']}; load average at the end "
-        f"(1/5/15 min): {' / '.join(str(x) for x in machine['load_average_1_5_15m'])}"
-        + (f"; after the text part: {' / '.join(str(x) for x in loads)}" if loads else ""),
+        f"- Machine: {machine_detail(machine)}"
+        + (f"; after the text part: {slashed(loads)}" if loads else ""),
         f"- Date (UTC): {report['created_utc']}",
         f"- Scoring: {report['scoring']}; FLEURS talks replayed "
         f"{report['settings']['fleurs_mode']}",
@@ -228,15 +224,15 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
         "|---|---|---|---|",
         f"| Apertium final after source final, p95 (ms) "
         f"| <= {goals['apertium_final_delay_p95_s'] * 1000:.0f} "
-        f"| {_f(_scaled(overall['apertium_final_delay_s']['p95']), 0)} "
-        f"| {_mark(met['apertium_final_delay_p95'])} |",
+        f"| {fixed(_scaled(overall['apertium_final_delay_s']['p95']), 0)} "
+        f"| {mark(met['apertium_final_delay_p95'])} |",
         f"| Whisper-translate final after source final, p50, segments <= "
         f"{WHISPER_SEGMENT_MAX_S:.0f} s (s) | <= {goals['whisper_final_delay_p50_s']} "
-        f"| {_f(overall['whisper_final_delay_upto_10s_s']['p50'])} "
-        f"| {_mark(met['whisper_final_delay_p50'])} |",
+        f"| {fixed(overall['whisper_final_delay_upto_10s_s']['p50'])} "
+        f"| {mark(met['whisper_final_delay_p50'])} |",
         f"| erasure of shown draft translations | <= {goals['translation_erasure_max']} "
-        f"| {_f(overall['translation_erasure'], 3)} (source captions: "
-        f"{_f(overall['source_erasure'], 3)}) | {_mark(met['translation_erasure'])} |",
+        f"| {fixed(overall['translation_erasure'], 3)} (source captions: "
+        f"{fixed(overall['source_erasure'], 3)}) | {mark(met['translation_erasure'])} |",
         "",
     ]
     if run.text:
@@ -250,10 +246,10 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
         for r in run.text:
             lines.append(
                 f"| {r.source}->{r.target} | {'+'.join(r.modes)} | {r.sentences} "
-                f"| {_f(r.score.bleu if r.score else None, 1)} "
-                f"| {_f(r.score.chrf if r.score else None, 1)} "
-                f"| {_f(r.ms_per_sentence.p50, 1)} / {_f(r.ms_per_sentence.p95, 1)} "
-                f"| {_f(r.warm_up_s)} |" + (f" {r.note}" if r.note else "")
+                f"| {fixed(r.score.bleu if r.score else None, 1)} "
+                f"| {fixed(r.score.chrf if r.score else None, 1)} "
+                f"| {fixed(r.ms_per_sentence.p50, 1)} / {fixed(r.ms_per_sentence.p95, 1)} "
+                f"| {fixed(r.warm_up_s)} |" + (f" {r.note}" if r.note else "")
             )
         lines.append("")
     if run.speech:
@@ -282,7 +278,7 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
                 f"| {len(lane.timings)} | {_ms(lane.final_delay)} "
                 f"| {_ms(lane.final_delay_server)} | {_ms(lane.first_shown_delay)} "
                 f"| {lane.segments_with_draft} | {_erasures(lane)} "
-                f"| {_f(lane.server_cores)} | {_f(lane.other_cores)} "
+                f"| {fixed(lane.server_cores)} | {fixed(lane.other_cores)} "
                 f"| {' / '.join(str(round(x, 2)) for x in lane.load_average_before)} |"
             )
         lines.append("")
@@ -300,7 +296,7 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
 
 
 def _pair(d: Distribution) -> str:
-    return "–" if d.p50 is None else f"{_f(d.p50)} / {_f(d.p95)}"
+    return "–" if d.p50 is None else f"{fixed(d.p50)} / {fixed(d.p95)}"
 
 
 def _scaled(seconds: float | None) -> float | None:
@@ -308,14 +304,14 @@ def _scaled(seconds: float | None) -> float | None:
 
 
 def _erasures(lane: LaneResult) -> str:
-    return f"{_f(lane.erasure.normalised, 3)} ({_f(lane.source_erasure.normalised, 3)})"
+    return f"{fixed(lane.erasure.normalised, 3)} ({fixed(lane.source_erasure.normalised, 3)})"
 
 
 def _lane_row(lane: LaneResult) -> str:
     return (
         f"| {lane.talk} | {lane.source}->{lane.target} | {lane.final_backend} "
-        f"| {len(lane.clips)} | {_f(lane.score.bleu if lane.score else None, 1)} "
-        f"| {_f(lane.score.chrf if lane.score else None, 1)} | {_ms(lane.final_delay)} "
+        f"| {len(lane.clips)} | {fixed(lane.score.bleu if lane.score else None, 1)} "
+        f"| {fixed(lane.score.chrf if lane.score else None, 1)} | {_ms(lane.final_delay)} "
         f"| {_ms(lane.first_shown_delay)} | {_pair(lane.laal_distribution)} "
         f"| {_erasures(lane)} | {lane.missing_finals} "
         f"| {' / '.join(str(round(x, 2)) for x in lane.load_average_before)} |"
@@ -346,15 +342,9 @@ def write_report(
     into ``settings.out``; return both paths and the Markdown."""
     report = report_json(run, settings, goals, command)
     markdown = report_markdown(report, run)
-    settings.out.mkdir(parents=True, exist_ok=True)
-    json_path = settings.out / "translation.json"
-    md_path = settings.out / "translation.md"
-    json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", "utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
-    if run.talks:
-        traces = settings.out / "traces"
-        traces.mkdir(exist_ok=True)
-        for talk in run.talks:
-            path = traces / f"translation-{talk.talk}.json"
-            path.write_text(json.dumps(trace_json(talk), ensure_ascii=False) + "\n", "utf-8")
+    json_path, md_path = write_report_files(
+        settings.out, "translation", report, markdown, ensure_ascii=False
+    )
+    for talk in run.talks:
+        write_trace(settings.out, f"translation-{talk.talk}", trace_json(talk), ensure_ascii=False)
     return json_path, md_path, markdown

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import json
 import shlex
 import sys
@@ -26,14 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.captions import FileResult, Overall, measure_file, overall
+from bench.format import fixed, slashed, utc_now
+from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
 from bench.reference import DecodeSettings, cached_decode, timed_reference
 from bench.replay import create_session, replay
-from bench.report import file_json, machine_info, overall_json
+from bench.report import file_json, overall_json
+from bench.resources import machine_info
 from bench.server import ServerHandle, ServerProcess, cpu_seconds
 from bench.webrtc_replay import TAIL_SILENCE_S, present_webrtc
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT = RESULTS
 DEFAULT_FILES = ("librivox_shakespeare_sonnet_001", "earnings22_1_4482311_3_62")
 TRANSPORTS = ("websocket", "webrtc")
 
@@ -83,10 +85,6 @@ async def run(
     return runs, handle, log_path
 
 
-def _f(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
 def markdown(report: dict[str, Any]) -> str:
     machine = report["machine"]
     rows = {r["transport"]: r["overall"] for r in report["transports"]}
@@ -97,7 +95,7 @@ def markdown(report: dict[str, Any]) -> str:
             value = data[key]
             return value[sub] if sub is not None and value is not None else value
 
-        return f"| {name} | {_f(pick(ws), digits)} | {_f(pick(rtc), digits)} |"
+        return f"| {name} | {fixed(pick(ws), digits)} | {fixed(pick(rtc), digits)} |"
 
     lines = [
         "# Captions over WebRTC versus WebSocket",
@@ -105,7 +103,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"- Command: `{report['command']}`",
         f"- Machine: {machine['cpu_model']}, {machine['usable_cores']} usable cores, "
         f"{machine['memory_gib']} GiB; load average at the end (1/5/15 min): "
-        f"{' / '.join(str(x) for x in machine['load_average_1_5_15m'])}",
+        f"{slashed(machine['load_average_1_5_15m'])}",
         f"- Date (UTC): {report['created_utc']}",
         f"- Recordings ({len(report['recordings'])}, each replayed in real time once per "
         f"transport, one after the other): {', '.join(report['recordings'])}",
@@ -140,9 +138,9 @@ def markdown(report: dict[str, Any]) -> str:
         for f in entry["files"]:
             draft, final = f["draft_latency_s"], f["final_latency_s"]
             lines.append(
-                f"| {f['recording']} | {entry['transport']} | {_f(f['wer'], 3)} | "
-                f"{_f(draft['p50'])} / {_f(draft['p95'])} | "
-                f"{_f(final['p50'])} / {_f(final['p95'])} |"
+                f"| {f['recording']} | {entry['transport']} | {fixed(f['wer'], 3)} | "
+                f"{fixed(draft['p50'])} / {fixed(draft['p95'])} | "
+                f"{fixed(final['p50'])} / {fixed(final['p95'])} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -167,7 +165,7 @@ def main(argv: Sequence[str]) -> int:
     report = {
         "benchmark": "webrtc",
         "command": shlex.join(["python", "-m", "bench", "webrtc", *argv]),
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "machine": machine_info(),
         "server": {"url": handle.base_url, "log": str(log_path) if log_path else None},
         "recordings": [w.stem for w in wavs],

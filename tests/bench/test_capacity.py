@@ -21,10 +21,10 @@ from bench.capacity import (
     server_lag_max,
     write_report,
 )
-from bench.fanout import CpuUse
 from bench.metrics import SendSchedule
 from bench.recordings import Recording
 from bench.replay import Received, Replay
+from bench.resources import CpuUse
 from tests.support import ServerProcess, run_bench_against
 
 # 100 ms chunks sent at 10.1, 10.2, ... (chunk k holds audio up to 0.1 * (k + 1) s).

@@ -10,31 +10,23 @@ from typing import Any
 
 import pytest
 
-from bench.fanout import (
-    ClientSpec,
-    CpuSnapshot,
-    CpuUse,
+from bench.clients import default_client_processes, split_listeners
+from bench.deliveries import (
     Delivery,
-    Goals,
-    Listener,
     ListenerRecord,
-    Round,
     check_finals,
-    cpu_use,
-    default_client_processes,
     delay_stats,
-    event_trace,
     presenter_finals,
-    raise_fd_limit,
-    round_json,
-    split_listeners,
-    trimmed,
     window_delays,
     window_deliveries,
 )
+from bench.fanout import Goals, Round
+from bench.fanout_report import event_trace, round_json
+from bench.listener import ClientSpec, Listener
 from bench.metrics import SendSchedule
 from bench.recordings import Recording
-from bench.replay import Received, Replay
+from bench.replay import Received, Replay, trimmed
+from bench.resources import CpuSnapshot, CpuUse, cpu_use, raise_fd_limit
 from tests.support import ServerProcess, run_bench_against
 
 # --- metrics ------------------------------------------------------------------------------

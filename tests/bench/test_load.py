@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.fanout import ClientSpec, Listener
+from bench.listener import ClientSpec, Listener
 from bench.load import (
     SocketRow,
     audience_counts,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from bench.capacity import LagSample
-from bench.fanout import CpuSnapshot
 from bench.recordings import Recording
 from bench.replay import CHUNK_SECONDS
+from bench.resources import CpuSnapshot
 from bench.soak import (
     MB,
     Point,
