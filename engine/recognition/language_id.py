@@ -143,6 +143,9 @@ class DetectingRecognizer:
         self.language = max(self.candidates, key=lambda c: self.probabilities.get(c, 0.0))
         log.info("detected %s (%s)", self.language, self.probabilities)
         self._inner = self._make(self.language, self._start_time)
-        self._inner.push(audio)
+        # Everything held, including what arrived while the identifier and the VAD ran:
+        # the recogniser must hear the turn whole.
+        self._inner.push(np.concatenate(self._held))
         self._held.clear()
+        self._unscored.clear()
         return True

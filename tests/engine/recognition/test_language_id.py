@@ -96,6 +96,27 @@ async def test_holds_audio_until_enough_speech_then_hands_everything_over() -> N
     assert await detector.finish() == [f"final es:{held + SAMPLE_RATE // 2}"]
 
 
+async def test_audio_that_arrives_while_identifying_is_recognised() -> None:
+    """The words right after the language is identified were lost: audio pushed while the
+    identifier ran (it takes a worker for a while) never reached the recogniser."""
+    made: list[FakeRecognizer] = []
+    detector: DetectingRecognizer
+
+    async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
+        detector.push(_tone(0.25))  # the presenter keeps talking meanwhile
+        detector.push(_tone(0.25))
+        return {"en": 0.9, "es": 0.1}
+
+    def make(language: str, start: float) -> FakeRecognizer:
+        made.append(FakeRecognizer(language, start))
+        return made[-1]
+
+    detector = DetectingRecognizer(("en", "es"), identify, make, _score, min_speech_s=1.5)  # type: ignore[arg-type]
+    detector.push(_tone(2.0))
+    await detector.step()
+    assert made[0].pushed == int(2.5 * SAMPLE_RATE)
+
+
 async def test_a_short_turn_is_detected_when_it_stops() -> None:
     async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
         return {"en": 0.9, "es": 0.1}
