@@ -41,6 +41,7 @@ from starlette.responses import JSONResponse, Response
 from app.api import json_body, services_of
 from app.errors import HTTP_STATUS, error
 from app.origin import origin_allowed
+from app.present import CLOSE_CODE
 from app.services import Engine
 from app.settings import Settings
 from app.webrtc_media import (
@@ -219,7 +220,7 @@ class PresenterPeer(Peer):
         try:
             await read_presenter_track(track, self._feed)
         except Refused as exc:
-            self.send({"type": "error", "reason": exc.reason.value, "message": exc.message})
+            self.send({"type": "error", "code": CLOSE_CODE[exc.reason], "message": exc.message})
             log.info("webrtc stream of %s refused: %s", self.session.code, exc.message)
         except Exception:
             log.exception("reading the webrtc track of %s", self.session.code)
