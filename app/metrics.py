@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from engine.events import Caption
 from engine.session import Session
+from engine.store.base import SESSION_STATES
 
 if TYPE_CHECKING:
     from app.services import Services
@@ -89,7 +90,7 @@ class LiveCollector(Collector):
         engine = services.loading.engine
         held = list(engine.registry) if engine is not None else []
         sessions = GaugeMetricFamily("interp_sessions", "Sessions by state", labels=["state"])
-        counts = {"waiting": 0, "live": 0, "ended": 0}
+        counts = dict.fromkeys(SESSION_STATES, 0)
         listeners = 0
         lag = 0.0
         dropped = 0

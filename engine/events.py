@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 CaptionState = Literal["draft", "final"]
-SessionState = Literal["waiting", "live", "ended"]
+SessionState = Literal["waiting", "live", "paused", "ended"]
+"""``waiting`` until the first stream, ``live`` while one streams, ``paused`` after it
+stopped, ``ended`` for good."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,11 +31,22 @@ class Word:
 
 
 @dataclass(frozen=True, slots=True)
+class Speaker:
+    """Who said a caption, in a session with several speakers (a panel)."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class Caption:
     """Recognised speech (``source=True``) or its translation for one segment.
 
-    Drafts of a segment are replaced by later drafts and by its final; a final never changes.
-    ``stable`` is how many leading characters of a draft will not change any more.
+    Drafts of a segment are replaced by later drafts and by its final; a final changes only
+    by a person's correction, which is a new final of the same segment with a higher
+    ``rev``. ``stable`` is how many leading characters of a draft will not change any more.
+    ``sources``: the source segments a translation covers (a translation final may cover a
+    whole sentence of several segments; its ``segment`` is the first of them).
     """
 
     segment: int
@@ -46,11 +59,19 @@ class Caption:
     seq: int = 0
     stable: int = 0
     ts: float = 0.0
+    sources: tuple[int, ...] = ()
+    rev: int = 0
+    speaker: Speaker | None = None
     type: Literal["caption"] = "caption"
 
     @property
     def is_final(self) -> bool:
         return self.state == "final"
+
+    @property
+    def covers(self) -> tuple[int, ...]:
+        """The source segments this caption renders: ``sources``, or its own segment."""
+        return self.sources or (self.segment,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +145,15 @@ def to_dict(event: Event) -> dict[str, Any]:
     if isinstance(event, Caption):
         data["start"] = round(event.start, 3)
         data["end"] = round(event.end, 3)
+        # Optional fields travel only when they say something (docs/protocol.md).
+        if event.sources:
+            data["sources"] = list(event.sources)
+        else:
+            del data["sources"]
+        if not event.rev:
+            del data["rev"]
+        if event.speaker is None:
+            del data["speaker"]
     data["ts"] = round(event.ts, 3)
     return data
 
@@ -148,7 +178,13 @@ def from_dict(data: dict[str, Any]) -> Event:
     kind = data.get("type")
     fields = {k: v for k, v in data.items() if k != "type"}
     if kind == "caption":
-        return Caption(**fields)
+        speaker = fields.pop("speaker", None)
+        sources = fields.pop("sources", ())
+        return Caption(
+            **fields,
+            sources=tuple(int(s) for s in sources),
+            speaker=None if speaker is None else Speaker(str(speaker["id"]), str(speaker["name"])),
+        )
     if kind == "state":
         return StateChange(**fields)
     if kind == "error":

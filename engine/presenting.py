@@ -88,6 +88,8 @@ class Presentation:
         if not self.stream.finished:
             await self.stream.finish()
         await self.session.drain_translation()
+        if self.session.state == "live":
+            await self.session.set_state("paused")
         await self._hub.settle(self.session.code)  # a shared hub delivers by reading back
 
 

@@ -29,7 +29,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from engine.delivery.redis_keys import SESSION_PARTS, SESSIONS_INDEX, id_key, session_key
-from engine.events import Caption, SessionState
+from engine.events import Caption, SessionState, Speaker
 from engine.store.base import (
     SESSION_STATES,
     CodeTaken,
@@ -95,6 +95,12 @@ def final_body(caption: Caption) -> str:
         "start": caption.start,
         "end": caption.end,
     }
+    if caption.rev:
+        data["rev"] = caption.rev
+    if caption.sources:
+        data["sources"] = list(caption.sources)
+    if caption.speaker is not None:
+        data["speaker"] = {"id": caption.speaker.id, "name": caption.speaker.name}
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))[1:]
 
 
@@ -109,6 +115,9 @@ def parse_final(member: bytes | str) -> Caption:
         start=float(data["start"]),
         end=float(data["end"]),
         seq=int(data["seq"]),
+        rev=int(data.get("rev", 0)),
+        sources=tuple(int(x) for x in data.get("sources", ())),
+        speaker=None if "speaker" not in data else Speaker(**data["speaker"]),
     )
 
 

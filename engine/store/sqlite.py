@@ -10,17 +10,19 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from engine.events import Caption, SessionState
+from engine.events import Caption, SessionState, Speaker
 from engine.store.base import (
     SESSION_STATES,
     CodeTaken,
     SchemaTooNew,
     SessionExists,
     SessionRecord,
+    StoreError,
     UnknownSession,
     normalise_code,
 )
@@ -59,6 +61,31 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID
         """,
         "CREATE INDEX finals_by_lang ON finals (session_id, lang, seq)",
+    ),
+    (
+        # A session may be paused; a SQLite CHECK changes only by rebuilding its table
+        # (foreign keys are off while migrating: finals keep pointing at "sessions").
+        """
+        CREATE TABLE sessions_new (
+            id TEXT PRIMARY KEY,
+            code TEXT NOT NULL UNIQUE,
+            title TEXT NOT NULL,
+            source_language TEXT NOT NULL,
+            target_languages TEXT NOT NULL,
+            token_hash TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('waiting', 'live', 'paused', 'ended')),
+            created_at REAL NOT NULL,
+            ended_at REAL
+        )
+        """,
+        "INSERT INTO sessions_new SELECT * FROM sessions",
+        "DROP TABLE sessions",
+        "ALTER TABLE sessions_new RENAME TO sessions",
+        # A final's revision (a person's correction), the source segments a translation
+        # covers (JSON list) and who said it (JSON object), all optional.
+        "ALTER TABLE finals ADD COLUMN rev INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE finals ADD COLUMN sources TEXT",
+        "ALTER TABLE finals ADD COLUMN speaker TEXT",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -109,8 +136,11 @@ class SqliteSessionStore:
             )
         if version == SCHEMA_VERSION:
             return
-        # BEGIN IMMEDIATE takes the write lock, so two processes opening a new file at once
-        # migrate it once: the second re-reads the version inside its transaction.
+        # Foreign keys are off while tables are rebuilt (the pragma is a no-op inside a
+        # transaction, so it is set before it). BEGIN IMMEDIATE takes the write lock, so two
+        # processes opening a new file at once migrate it once: the second re-reads the
+        # version inside its transaction.
+        self._conn.execute("PRAGMA foreign_keys=OFF")
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             version = self._user_version()
@@ -119,10 +149,15 @@ class SqliteSessionStore:
                     self._conn.execute(statement)
             # PRAGMA takes no parameters; SCHEMA_VERSION is an int constant.
             self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION:d}")
+            broken = self._conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise StoreError(f"migration left rows without their session: {broken[:3]}")
             self._conn.execute("COMMIT")
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
+        finally:
+            self._conn.execute("PRAGMA foreign_keys=ON")
 
     def _user_version(self) -> int:
         row = self._conn.execute("PRAGMA user_version").fetchone()
@@ -215,8 +250,8 @@ class SqliteSessionStore:
         norm = normalise_code(code)
         query = (
             "INSERT OR IGNORE INTO finals "
-            '(session_id, seq, segment, lang, source, text, start, "end") '
-            "SELECT id, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE code = ?"
+            '(session_id, seq, segment, lang, source, text, start, "end", rev, sources, speaker) '
+            "SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE code = ?"
         )
         values = (
             caption.seq,
@@ -226,6 +261,9 @@ class SqliteSessionStore:
             caption.text,
             caption.start,
             caption.end,
+            caption.rev,
+            json.dumps(list(caption.sources)) if caption.sources else None,
+            None if caption.speaker is None else json.dumps(asdict(caption.speaker)),
             norm,
         )
 
@@ -241,7 +279,8 @@ class SqliteSessionStore:
     def finals(self, code: str, lang: str | None = None, since_seq: int = 0) -> list[Caption]:
         """Finals with ``seq > since_seq``, of ``lang`` if given, ordered by ``seq``."""
         query = (
-            'SELECT f.segment, f.lang, f.source, f.text, f.start, f."end", f.seq '
+            'SELECT f.segment, f.lang, f.source, f.text, f.start, f."end", f.seq, '
+            "f.rev, f.sources, f.speaker "
             "FROM finals f JOIN sessions s ON s.id = f.session_id "
             "WHERE s.code = ? AND f.seq > ?"
         )
@@ -250,7 +289,7 @@ class SqliteSessionStore:
             query += " AND f.lang = ?"
             params = (*params, lang)
         query += " ORDER BY f.seq"
-        rows: Sequence[tuple[int, str, int, str, float, float, int]] = self._run(
+        rows: Sequence[tuple[Any, ...]] = self._run(
             lambda conn: conn.execute(query, params).fetchall()
         )
         return [
@@ -263,8 +302,11 @@ class SqliteSessionStore:
                 start=start,
                 end=end,
                 seq=seq,
+                rev=rev,
+                sources=tuple(json.loads(sources)) if sources else (),
+                speaker=None if speaker is None else Speaker(**json.loads(speaker)),
             )
-            for segment, row_lang, source, text, start, end, seq in rows
+            for segment, row_lang, source, text, start, end, seq, rev, sources, speaker in rows
         ]
 
     def last_seq(self, code: str) -> int:

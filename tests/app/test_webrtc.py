@@ -303,7 +303,7 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
                 break
             await asyncio.sleep(0.1)
         assert live.stream is not None and live.stream.finished
-        assert live.state == "live"
+        assert live.state == "paused"
         assert 2.5 < live.audio_time < 4.5, live.audio_time  # all 3 s (+ silence) was fed
         transcript = (
             await http("GET", f"{server.url}/api/sessions/{session['code']}/transcript")

@@ -18,7 +18,7 @@ import pytest
 
 from engine.audio import Samples
 from engine.delivery.memory import InMemoryHub
-from engine.events import Caption, Word
+from engine.events import Caption, StateChange, Word
 from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presentation, Presenting, StartRequest
 from engine.recognition.asr import DecodeOptions
@@ -133,6 +133,8 @@ async def test_a_stream_is_finalised_on_stop_and_its_finals_stored(engine: Engin
         except Exception:
             break
     finals = [e for e in seen if isinstance(e, Caption) and e.is_final]
+    assert session.state == "paused"
+    assert isinstance(seen[-1], StateChange) and seen[-1].state == "paused"
     assert finals and all(f.text == "hello" for f in finals)
     assert [c.text for c in engine.store.finals(session.code)] == [f.text for f in finals]
     assert engine.presenting.live_streams() == 0

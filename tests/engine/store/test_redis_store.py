@@ -11,6 +11,7 @@ from engine.store.redis import RedisSessionStore
 from tests.engine.store.test_store import (  # noqa: F401  (collected here, run on Redis)
     final,
     make_record,
+    test_a_session_may_be_paused,
     test_append_final_is_idempotent_on_seq,
     test_append_final_refuses_drafts_unnumbered_and_unknown,
     test_caption_fields_round_trip_exactly,
@@ -20,6 +21,7 @@ from tests.engine.store.test_store import (  # noqa: F401  (collected here, run 
     test_finals_filter_by_lang_and_since_in_seq_order,
     test_last_seq_is_zero_for_a_new_session,
     test_purge_ended_before,
+    test_revision_sources_and_speaker_round_trip,
     test_satisfies_protocol,
     test_set_state_records_end_once,
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.events import Caption
+from engine.events import Caption, Speaker
 from engine.store.base import (
     CODE_ALPHABET,
     CodeTaken,
@@ -29,7 +29,7 @@ from engine.store.base import (
     new_token,
     verify_token,
 )
-from engine.store.sqlite import SCHEMA_VERSION, SqliteSessionStore
+from engine.store.sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteSessionStore
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -148,7 +148,46 @@ def test_set_state_records_end_once(store: SqliteSessionStore) -> None:
     with pytest.raises(UnknownSession):
         store.set_state("ZZZ999", "live", at=1.0)
     with pytest.raises(ValueError):
-        store.set_state("ABC234", "paused", at=1.0)  # type: ignore[arg-type]
+        store.set_state("ABC234", "sleeping", at=1.0)  # type: ignore[arg-type]
+
+
+def test_a_session_may_be_paused(store: SqliteSessionStore) -> None:
+    store.create(make_record())
+    store.set_state("ABC234", "paused", at=1_001.0)
+    paused = store.get("ABC234")
+    assert paused is not None and paused.state == "paused" and paused.ended_at is None
+
+
+def test_revision_sources_and_speaker_round_trip(store: SqliteSessionStore) -> None:
+    store.create(make_record())
+    said = Caption(3, "es", False, "final", "hola a todos", 1.0, 4.0, seq=7, sources=(3, 4))
+    fixed = Caption(
+        3, "en", True, "final", "TeamViewer", 1.0, 2.0, seq=8, rev=2, speaker=Speaker("s1", "Ann")
+    )
+    store.append_final("ABC234", said)
+    store.append_final("ABC234", fixed)
+    assert store.finals("ABC234") == [said, fixed]
+
+
+def test_a_version_1_database_is_migrated_with_its_finals(db_path: Path) -> None:
+    """A database written before the 2026-12 wave: sessions could not be paused, finals had
+    no revision, sources or speaker."""
+    with sqlite3.connect(db_path) as conn:
+        for statement in MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version=1")
+        conn.execute(
+            "INSERT INTO sessions VALUES ('id1', 'OLD234', 't', 'en', '[]', 'h', 'live', 1, NULL)"
+        )
+        conn.execute("INSERT INTO finals VALUES ('id1', 5, 0, 'en', 1, 'old words', 0.0, 1.0)")
+    with SqliteSessionStore(db_path) as store:
+        assert [c.text for c in store.finals("OLD234")] == ["old words"]
+        assert store.finals("OLD234")[0].rev == 0
+        store.set_state("OLD234", "paused", at=2.0)
+        record = store.get("OLD234")
+        assert record is not None and record.state == "paused"
+        assert store.purge_ended_before(10.0) == 1  # finals still belong to their session
+        assert store.finals("OLD234") == []
 
 
 def test_append_final_is_idempotent_on_seq(store: SqliteSessionStore) -> None:
@@ -294,7 +333,7 @@ def test_concurrent_appends_from_threads(store: SqliteSessionStore) -> None:
 CHILD_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
-    from engine.events import Caption
+    from engine.events import Caption, Speaker
     from engine.store.base import SessionRecord, hash_token
     from engine.store.sqlite import SqliteSessionStore
 
