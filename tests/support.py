@@ -35,12 +35,12 @@ def read_wav(path: Path) -> tuple[bytes, int]:
         return handle.readframes(handle.getnframes()), handle.getframerate()
 
 
-def normalise_for_wer(text: str) -> str:
-    """The bench's normalisation (docs/metrics.md): lowercase, punctuation stripped,
-    fillers dropped, digits spelled out."""
+def normalise_for_wer(text: str, lang: str = "en") -> str:
+    """The bench's normalisation (docs/metrics.md, "Normalisation"): Whisper's English
+    normaliser for English, its basic one for other languages."""
     from bench.textnorm import normalise
 
-    return normalise(text)
+    return normalise(text, lang)
 
 
 @dataclass

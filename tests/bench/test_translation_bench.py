@@ -131,8 +131,8 @@ def test_segment_timings_measure_translation_against_the_source_on_one_socket() 
 def test_translation_erasure_counts_retracted_words_of_the_target_language_only() -> None:
     heard = heard_captions(
         [
-            caption(1.0, 0, "draft", "one two three four"),  # source: ignored
-            caption(1.5, 0, "draft", "five"),
+            caption(1.0, 0, "draft", "alpha beta gamma delta"),  # source: ignored
+            caption(1.5, 0, "draft", "epsilon"),
             es(1.1, 0, "draft", "el gato negro"),
             es(1.6, 0, "draft", "el perro"),  # retracts "gato negro": 2
             es(2.0, 0, "final", "el perro negro duerme"),  # retracts nothing
@@ -142,7 +142,7 @@ def test_translation_erasure_counts_retracted_words_of_the_target_language_only(
     )
     assert translation_erasure(heard, "es") == Erasure(retracted_words=2, final_words=4)
     assert translation_erasure(heard, "es").normalised == pytest.approx(0.5)
-    # The source captions' own erasure: "one two three four" -> "five" retracts 4; no final.
+    # The source captions' own erasure: "alpha beta gamma delta" -> "epsilon" retracts 4.
     assert source_erasure(heard) == Erasure(retracted_words=4, final_words=0)
 
 

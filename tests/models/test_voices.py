@@ -41,7 +41,9 @@ def _round_trip(voice: object, texts: list[str], model: str, lang: str) -> float
         audio = StreamResampler(voice.sample_rate, 16000).process(samples)  # type: ignore[attr-defined]
         words = recogniser.transcribe(audio, DecodeOptions(language=lang, beam_size=5))
         hypotheses.append(" ".join(w.text.strip() for w in words))
-    return float(jiwer.wer([normalise(t) for t in texts], [normalise(h) for h in hypotheses]))
+    return float(
+        jiwer.wer([normalise(t, lang) for t in texts], [normalise(h, lang) for h in hypotheses])
+    )
 
 
 def test_bundled_english_voice_speaks_translations_that_transcribe_back() -> None:
