@@ -18,16 +18,17 @@ import asyncio
 import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
-from bench.alignment import word_errors
+from bench.alignment import WordErrors, word_errors
+from bench.corpus import CLASSES, class_of, of_classes
 from bench.metrics import CaptionUpdate, SendSchedule, distribution, word_latencies
 from bench.paths import RESULTS
-from bench.recordings import EVAL_LONGFORM_EN, default_wavs, load_recording, resolve_wavs
+from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
 from bench.reference import DecodeSettings, cached_decode, timed_reference
 from bench.textnorm import normalise_words
 from engine.audio import SAMPLE_RATE, decode_pcm16
@@ -139,9 +140,49 @@ async def step_through(
     return Stepped(tuple(updates), schedule)
 
 
+@dataclass(slots=True)
+class ClassTally:
+    """One class's recordings stepped through: errors live and offline, word latencies."""
+
+    live: WordErrors | None = None
+    offline: WordErrors | None = None
+    shown: list[float | None] = field(default_factory=list)
+    final: list[float | None] = field(default_factory=list)
+    files: int = 0
+
+    def add(
+        self,
+        live: WordErrors,
+        offline: WordErrors,
+        shown: Sequence[float | None],
+        final: Sequence[float | None],
+    ) -> None:
+        self.live = live if self.live is None else self.live + live
+        self.offline = offline if self.offline is None else self.offline + offline
+        self.shown.extend(shown)
+        self.final.extend(final)
+        self.files += 1
+
+    def row(self, name: str) -> str:
+        assert self.live is not None and self.offline is not None
+        ratio = self.live.wer / self.offline.wer if self.offline.wer else float("nan")
+        return (
+            f"| {name} | {self.files} | {self.live.wer:.3f} | {self.offline.wer:.3f} | "
+            f"{ratio:.2f} | {_p50_p95(self.shown)} | {_p50_p95(self.final)} |"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench steps", description=__doc__)
     parser.add_argument("--files", nargs="+", metavar="FILE")
+    parser.add_argument(
+        "--classes",
+        nargs="+",
+        default=["read", "spontaneous"],
+        metavar="CLASS",
+        help=f"classes of the development set (bench/corpus.py): {', '.join(CLASSES)}, all "
+        "(default: %(default)s; ignored with --files)",
+    )
     parser.add_argument("--step", type=float, default=0.5, help="audio seconds per step")
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--model", default="tiny.en")
@@ -155,7 +196,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     config = config_with(args.set)
-    wavs = resolve_wavs(args.files, EVAL_LONGFORM_EN) if args.files else default_wavs()
+    if args.files:
+        wavs = resolve_wavs(args.files, EVAL_LONGFORM_EN)
+        tagged = [(wav, class_of(wav.stem) or "other") for wav in wavs]
+    else:
+        tagged = [(t.wav(), t.speech) for t in of_classes(args.classes)]
     model = FasterWhisperTranscriber(
         resolve_whisper(args.model),
         short_window=not args.full_window_drafts,
@@ -166,37 +211,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     vad = SileroModel(silero_vad_path())
     pool = WorkerPool("asr")
     print(
-        "| recording | WER | segments | draft p50 / p95 s | final p50 / p95 s |\n"
-        "|---|---|---|---|---|"
+        "| recording | class | WER | offline | segments | draft p50 / p95 s | final p50 / p95 s |\n"
+        "|---|---|---|---|---|---|---|"
     )
-    total = None
-    shown: list[float | None] = []
-    final: list[float | None] = []
+    tallies: dict[str, ClassTally] = {}
     started = time.perf_counter()
-    for wav in wavs:
+    for wav, speech in tagged:
         recording = load_recording(wav)
         if recording.sample_rate != SAMPLE_RATE:
             raise SystemExit(f"{wav}: {recording.sample_rate} Hz, the replay takes 16 kHz")
         stepped = asyncio.run(
             step_through(recording.pcm, transcriber, vad, pool, config, args.step)
         )
-        reference = timed_reference(
-            recording, cached_decode(recording, DecodeSettings(), args.cache_dir)
-        )
+        offline = cached_decode(recording, DecodeSettings(), args.cache_dir)
+        reference = timed_reference(recording, offline)
         latencies = word_latencies(reference, stepped.updates, stepped.schedule)
-        shown.extend(latencies.shown)
-        final.extend(latencies.final)
-        errors = word_errors(
-            normalise_words(recording.reference_text), normalise_words(stepped.text)
+        said = normalise_words(recording.reference_text)
+        errors = word_errors(said, normalise_words(stepped.text))
+        offline_errors = word_errors(said, normalise_words(offline.text))
+        tallies.setdefault(speech, ClassTally()).add(
+            errors, offline_errors, latencies.shown, latencies.final
         )
-        total = errors if total is None else total + errors
         print(
-            f"| {recording.id} | {errors.wer:.3f} | {stepped.segments} | "
-            f"{_p50_p95(latencies.shown)} | {_p50_p95(latencies.final)} |",
+            f"| {recording.id} | {speech} | {errors.wer:.3f} | {offline_errors.wer:.3f} | "
+            f"{stepped.segments} | {_p50_p95(latencies.shown)} | {_p50_p95(latencies.final)} |",
             flush=True,
         )
-    if total is not None:
-        print(f"| **overall** | {total.wer:.3f} | | {_p50_p95(shown)} | {_p50_p95(final)} |")
+    print(
+        "\n| class | files | WER | offline | ratio | draft p50 / p95 s | final p50 / p95 s |\n"
+        "|---|---|---|---|---|---|---|"
+    )
+    for speech, tally in tallies.items():
+        print(tally.row(speech))
     print(
         f"\nsettings: step {args.step} s, {args.set or 'defaults'}; "
         f"{time.perf_counter() - started:.0f} s\n{transcriber.report()}"

@@ -1,22 +1,30 @@
-"""One session's translation stage: source captions in, translated captions out.
+"""One session's translation stage for one source language: source captions in, translated
+captions out.
 
-Translation is made once per target language that at least one listener or the presenter
-selected, never once per listener. Per language (a *lane*):
+Translation is made once per target language (a *lane*), never once per listener:
 
-- Drafts: each draft update of the open segment replaces the lane's pending draft; at most
-  one draft translation runs and one (the newest) waits, older ones are dropped and counted.
-  What is shown is stabilised (:func:`engine.translation_text.stabilise`). A draft whose segment
-  has had its final is never published, and drafts are never queued behind finals.
-- Finals: translated once, in segment order, with the previous final as context where the
-  backend uses it, and cached per (segment, language). A backend failure publishes an
-  :class:`ErrorEvent` (once per run of failures) and the source text, clearly marked.
+- Finals are made from whole sentences (engine/translation/sentences.py): the source finals
+  of a sentence are gathered, and once it closes each lane translates it once, with the
+  previous sentence as context where the backend uses it. The translation final names the
+  source segments it covers (``sources``); its ``segment`` is the first of them. Every lane
+  translates every sentence, whether or not anyone reads its language: a lane nobody reads
+  uses its route's text backend (cheap; Whisper-translate needs its decoder and runs only
+  for a language someone reads), so every offered language's transcript is complete. Where a
+  route has no text backend, the lines nobody read are a gap, and the first reader of that
+  language is told so.
+- Drafts, only for languages someone reads: each source draft of the open segment replaces
+  the lane's pending draft of that segment (newest wins; the stale ones are counted), and
+  each source final of a sentence still open is translated as a draft too, so the open
+  sentence shows translated drafts of the refined source until its final. What is shown is
+  stabilised (:func:`engine.translation.text.stabilise`). A draft of a segment a sentence
+  final already covers is never published, and drafts never wait behind finals.
 
 Overflow policy of the finals queue: finals are never dropped. The queue holds at most one
-entry per source segment the recogniser closed, so its growth is bounded by the session's
-segment rate (a segment lasts at least a pause; at most ~2 a second). When more than
-``degrade_backlog`` finals wait in a lane, or the final backend's pool is saturated, finals are
-translated with the route's draft backend (fast) and that lane's drafts are skipped, until
-the backlog clears.
+entry per closed sentence, so it grows at the session's sentence rate. When more than
+``degrade_backlog`` sentences wait in a lane, or the final backend's pool is saturated,
+sentences are translated with the route's draft backend (fast) and that lane's drafts are
+skipped, until the backlog clears. A backend failure publishes an :class:`ErrorEvent` (once
+per run of failures) and the source text, clearly marked.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import numpy as np
 from engine import languages
 from engine.events import Caption, ErrorEvent, Event
 from engine.translation.backends import PooledTranslator, TargetPlan, WhisperTranslate
+from engine.translation.sentences import Sentence, SentenceAssembler, SentenceRules, SourcePiece
 from engine.translation.text import Glossary, Terms, stabilise
 from engine.workers import Saturated
 
@@ -49,37 +58,44 @@ class TranslationConfig:
     draft_stable_only: bool = True
     """Translate only the stable (committed) part of a source draft: its unstable tail
     changes from one draft to the next, and with a different word order in the target every
-    change moved words already shown (erasure 0.8-1.0 on the bench, goal 0.3)."""
-    backfill_finals: int = 3
-    """A language selected later gets this many of the most recent finals translated."""
+    change moved words already shown (docs/metrics.md, "Translation")."""
     degrade_backlog: int = 4
-    cache_finals: int = 1000
-    """Translated finals kept per language (a later listener of it re-uses them)."""
     context_chars: int = 200
+    sentences: SentenceRules = field(default_factory=SentenceRules)
 
 
 @dataclass(slots=True)
 class TranslationStats:
     drafts_translated: int = 0
     drafts_stale: int = 0
-    """Replaced by a newer draft before they ran."""
+    """Replaced by a newer draft of the same segment before they ran."""
     drafts_late: int = 0
-    """Dropped because their segment's final arrived first."""
+    """Dropped because a sentence final already covered their segment."""
     drafts_failed: int = 0
+    sentences: int = 0
     finals_translated: int = 0
     finals_degraded: int = 0
     finals_failed: int = 0
+    finals_skipped: int = 0
+    """Sentences a lane nobody read could not translate (no text backend): a gap."""
     draft_latency: deque[float] = field(default_factory=lambda: deque(maxlen=512))
     """Seconds from a source draft's arrival to its translation being published."""
     final_latency: deque[float] = field(default_factory=lambda: deque(maxlen=512))
+    """Seconds from a sentence closing to its translation being published."""
 
 
 @dataclass(frozen=True, slots=True)
-class _Job:
+class _Draft:
     caption: Caption
     arrived: float
-    audio: np.ndarray | None = None
-    context: str = ""
+    refined: bool = False
+    """Made from a source final (of a sentence still open): its source will not change."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Closed:
+    sentence: Sentence
+    closed: float
 
 
 class _Lane:
@@ -88,26 +104,37 @@ class _Lane:
     def __init__(self, target: str, plan: TargetPlan) -> None:
         self.target = target
         self.plan = plan
-        self.active = False
-        self.pending: _Job | None = None
+        self.reading = False
+        """Someone reads this language now: drafts, and the route's best final backend."""
+        self.pending: OrderedDict[int, _Draft] = OrderedDict()
+        """The newest untranslated draft of each open segment, oldest segment first."""
         self.wake = asyncio.Event()
-        self.finals: asyncio.Queue[_Job | None] = asyncio.Queue()
-        self.cache: OrderedDict[int, Caption] = OrderedDict()
-        self.closed_upto = -1
-        """Highest source segment whose final arrived: its drafts are never shown again."""
-        self.published_upto = -1
-        self.shown_segment = -1
-        self.shown = ""
-        self.draft_source = ""
-        """The source text the last draft translation was made from."""
+        self.finals: asyncio.Queue[_Closed | None] = asyncio.Queue()
+        self.covered_upto = -1
+        """Highest source segment a queued sentence covers: its drafts are never shown again."""
+        self.shown: dict[int, str] = {}
+        """The translated draft shown for each open segment."""
+        self.draft_source: dict[int, str] = {}
+        """The source text each shown draft was made from."""
         self.previous_translation = ""
         self.failing = False
+        self.gap = False
+        """Some sentence was left untranslated while nobody read this language."""
         self.lock = asyncio.Lock()
         self.tasks: list[asyncio.Task[None]] = []
 
+    def forget_through(self, segment: int) -> None:
+        """A sentence final covers everything up to ``segment``: drop its drafts' state."""
+        self.covered_upto = max(self.covered_upto, segment)
+        for done in [s for s in self.pending if s <= segment]:
+            del self.pending[done]
+        for table in (self.shown, self.draft_source):
+            for done in [s for s in table if s <= segment]:
+                del table[done]
+
 
 class SessionTranslator:
-    """Translates one session's source captions into the selected target languages."""
+    """Translates one source language's captions of a session into its target languages."""
 
     def __init__(
         self,
@@ -128,77 +155,84 @@ class SessionTranslator:
         self._glossary = glossary if isinstance(glossary, Glossary) else Glossary(glossary)
         self.config = config or TranslationConfig()
         self.stats = TranslationStats()
-        self._recent: deque[_Job] = deque(maxlen=max(1, self.config.backfill_finals))
-        self._last_source_final = ""
+        self._sentences = SentenceAssembler(self.config.sentences, self.config.context_chars)
+        self._pause: asyncio.Task[None] | None = None
         self._closed = False
 
     @property
     def languages(self) -> frozenset[str]:
-        """The target languages being translated now."""
-        return frozenset(t for t, lane in self._lanes.items() if lane.active)
+        """The target languages someone reads now."""
+        return frozenset(t for t, lane in self._lanes.items() if lane.reading)
+
+    @property
+    def targets(self) -> frozenset[str]:
+        """Every target language this stage translates finals into."""
+        return frozenset(self._lanes)
 
     def set_languages(self, targets: Iterable[str]) -> None:
-        """Translate into exactly ``targets`` from now on (the union of what listeners and the
-        presenter selected). A newly added language gets the most recent finals it lacks;
-        one removed keeps translating the finals already queued for it, nothing new.
-        Call it on the event loop (it starts the lanes' tasks)."""
-        wanted = set()
-        for code in targets:
-            target = languages.normalise(code)
-            if target == self.source:
-                continue
-            if target not in self._lanes:
-                log.warning("no translation route %s->%s in this session", self.source, target)
-                continue
-            wanted.add(target)
+        """Someone reads exactly ``targets`` from now on (the union of what listeners and the
+        presenter selected): those get drafts and the route's best final backend. Call it on
+        the event loop (it starts the lanes' tasks)."""
+        wanted = {languages.normalise(code) for code in targets}
+        self._start()
         for target, lane in self._lanes.items():
-            if target in wanted and not lane.active and not self._closed:
-                self._activate(lane)
-            elif target not in wanted and lane.active:
-                lane.active = False
-                lane.pending = None
+            if target in wanted and not lane.reading:
+                lane.reading = True
+                if lane.gap:
+                    lane.gap = False
+                    self._spawn(self._report_gap(lane))
+            elif target not in wanted and lane.reading:
+                lane.reading = False
+                lane.pending.clear()
 
     def set_glossary(self, glossary: Mapping[str, Mapping[str, str]]) -> None:
         """Replace the presenter's glossary; applies to every translation from now on."""
         self._glossary = Glossary(glossary)
-
-    def cached_final(self, segment: int, target: str) -> Caption | None:
-        lane = self._lanes.get(languages.normalise(target))
-        return lane.cache.get(segment) if lane else None
 
     async def on_source(self, caption: Caption, audio: np.ndarray | None = None) -> None:
         """Take the next source caption (in order); ``audio`` is the segment's 16 kHz audio,
         given with finals. Returns at once: translation runs in the lanes' tasks."""
         if not caption.source or self._closed:
             return
+        self._start()
         now = time.perf_counter()
-        if caption.is_final:
-            job = _Job(caption, now, audio, self._last_source_final)
-            self._recent.append(job)
-            if caption.text:
-                self._last_source_final = caption.text[-self.config.context_chars :]
+        if not caption.is_final:
             for lane in self._lanes.values():
-                if lane.active:
-                    self._enqueue_final(lane, job)
+                self._want_draft(lane, _Draft(caption, now))
             return
+        sentence = self._sentences.add(SourcePiece(caption, audio))
+        if sentence is not None:
+            self._enqueue(sentence)
+            return
+        self._restart_pause()
+        # The open sentence shows translated drafts of its refined source until its final.
+        refined = Caption(
+            segment=caption.segment,
+            lang=caption.lang,
+            source=True,
+            state="draft",
+            text=caption.text,
+            start=caption.start,
+            end=caption.end,
+            stable=len(caption.text),
+        )
         for lane in self._lanes.values():
-            if not lane.active or lane.plan.draft is None or caption.segment <= lane.closed_upto:
-                continue
-            if lane.pending is not None:
-                self.stats.drafts_stale += 1
-            lane.pending = _Job(caption, now)
-            lane.wake.set()
+            self._want_draft(lane, _Draft(refined, now, refined=True))
 
     async def drain(self) -> None:
-        """Wait until every final queued so far has been published."""
+        """Close the open sentence (the stream stopped) and wait until every sentence queued
+        so far has been published."""
+        self._close_sentence()
         await asyncio.gather(*(lane.finals.join() for lane in self._lanes.values()))
 
     async def close(self) -> None:
         """Finish the queued finals, cancel drafts, stop every lane's tasks."""
         self._closed = True
+        if self._pause is not None:
+            self._pause.cancel()
         for lane in self._lanes.values():
-            lane.active = False
-            lane.pending = None
+            lane.reading = False
+            lane.pending.clear()
             if lane.tasks:
                 lane.finals.put_nowait(None)
         draft_tasks = [lane.tasks[0] for lane in self._lanes.values() if lane.tasks]
@@ -207,75 +241,108 @@ class SessionTranslator:
         final_tasks = [t for lane in self._lanes.values() for t in lane.tasks[1:]]
         await asyncio.gather(*final_tasks, *draft_tasks, return_exceptions=True)
 
+    # -- sentences ---------------------------------------------------------------------------
+
+    def _restart_pause(self) -> None:
+        if self._pause is not None:
+            self._pause.cancel()
+        self._pause = asyncio.create_task(self._close_after_pause(), name="mt-sentence-pause")
+
+    async def _close_after_pause(self) -> None:
+        await asyncio.sleep(self.config.sentences.pause_s)
+        self._pause = None
+        self._close_sentence()
+
+    def _close_sentence(self) -> None:
+        if self._pause is not None:
+            self._pause.cancel()
+            self._pause = None
+        sentence = self._sentences.close()
+        if sentence is not None:
+            self._enqueue(sentence)
+
+    def _enqueue(self, sentence: Sentence) -> None:
+        self.stats.sentences += 1
+        closed = _Closed(sentence, time.perf_counter())
+        for lane in self._lanes.values():
+            dropped = sum(1 for s in lane.pending if s <= sentence.segments[-1])
+            self.stats.drafts_late += dropped
+            lane.forget_through(sentence.segments[-1])
+            lane.finals.put_nowait(closed)
+
     # -- lanes ------------------------------------------------------------------------------
 
-    def _activate(self, lane: _Lane) -> None:
-        lane.active = True
-        if not lane.tasks:
-            lane.tasks = [
-                asyncio.create_task(self._draft_loop(lane), name=f"mt-draft-{lane.target}"),
-                asyncio.create_task(self._final_loop(lane), name=f"mt-final-{lane.target}"),
-            ]
-            for task in lane.tasks:
-                task.add_done_callback(_log_crash)
-        for job in self._recent:
-            self._enqueue_final(lane, job)
+    def _start(self) -> None:
+        for lane in self._lanes.values():
+            if not lane.tasks and not self._closed:
+                lane.tasks = [
+                    asyncio.create_task(self._draft_loop(lane), name=f"mt-draft-{lane.target}"),
+                    asyncio.create_task(self._final_loop(lane), name=f"mt-final-{lane.target}"),
+                ]
+                for task in lane.tasks:
+                    task.add_done_callback(_log_crash)
 
-    def _enqueue_final(self, lane: _Lane, job: _Job) -> None:
-        segment = job.caption.segment
-        lane.closed_upto = max(lane.closed_upto, segment)
-        if lane.pending is not None and lane.pending.caption.segment <= segment:
-            lane.pending = None
-            self.stats.drafts_late += 1
-        if segment in lane.cache or segment <= lane.published_upto:
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        task.add_done_callback(_log_crash)
+
+    def _want_draft(self, lane: _Lane, draft: _Draft) -> None:
+        segment = draft.caption.segment
+        if not lane.reading or lane.plan.draft is None or segment <= lane.covered_upto:
             return
-        lane.finals.put_nowait(job)
+        if segment in lane.pending:
+            self.stats.drafts_stale += 1
+        lane.pending[segment] = draft
+        lane.wake.set()
 
     async def _draft_loop(self, lane: _Lane) -> None:
         while True:
             await lane.wake.wait()
             lane.wake.clear()
-            job, lane.pending = lane.pending, None
-            if job is None or lane.plan.draft is None:
-                continue
-            if lane.finals.qsize() >= self.config.degrade_backlog:  # overloaded: finals first
-                self.stats.drafts_stale += 1
-                continue
-            source = job.caption.text
-            if self.config.draft_stable_only:
-                source = source[: job.caption.stable].strip()
-                if not source or (
-                    lane.shown_segment == job.caption.segment and source == lane.draft_source
-                ):
-                    continue  # nothing stable yet, or nothing new since the last draft
-            lane.draft_source = source
-            try:
-                text = await self._translate_text(lane.plan.draft, lane.target, source)
-            except Saturated:
-                self.stats.drafts_stale += 1
-                continue
-            except Exception:  # a model failure: drafts are disposable, the final reports it
-                self.stats.drafts_failed += 1
-                log.exception("draft translation into %s failed", lane.target)
-                continue
-            await self._show_draft(lane, job, text)
+            while lane.pending:
+                _, draft = lane.pending.popitem(last=False)
+                await self._translate_draft(lane, draft)
 
-    async def _show_draft(self, lane: _Lane, job: _Job, text: str) -> None:
-        caption = job.caption
+    async def _translate_draft(self, lane: _Lane, draft: _Draft) -> None:
+        if lane.plan.draft is None:
+            return
+        if lane.finals.qsize() >= self.config.degrade_backlog:  # overloaded: finals first
+            self.stats.drafts_stale += 1
+            return
+        caption = draft.caption
+        source = caption.text
+        if self.config.draft_stable_only:
+            source = source[: caption.stable].strip()
+        if not source or source == lane.draft_source.get(caption.segment):
+            return  # nothing stable yet, or nothing new since the last draft
+        lane.draft_source[caption.segment] = source
+        try:
+            text = await self._translate_text(lane.plan.draft, lane.target, source)
+        except Saturated:
+            self.stats.drafts_stale += 1
+            return
+        except Exception:  # a model failure: drafts are disposable, the final reports it
+            self.stats.drafts_failed += 1
+            log.exception("draft translation into %s failed", lane.target)
+            return
+        await self._show_draft(lane, draft, text)
+
+    async def _show_draft(self, lane: _Lane, draft: _Draft, text: str) -> None:
+        caption = draft.caption
         async with lane.lock:
-            if caption.segment <= lane.closed_upto or not lane.active:
+            if caption.segment <= lane.covered_upto or not lane.reading:
                 self.stats.drafts_late += 1
                 return
-            previous = lane.shown if lane.shown_segment == caption.segment else ""
-            settled = caption.stable >= len(caption.text) and not self.config.draft_stable_only
+            previous = lane.shown.get(caption.segment, "")
+            settled = draft.refined or (
+                caption.stable >= len(caption.text) and not self.config.draft_stable_only
+            )
             hold = 0 if settled else self.config.hold_back_words
             shown = stabilise(previous, text, hold_back=hold)
             self.stats.drafts_translated += 1
-            if not shown.text or (
-                lane.shown_segment == caption.segment and shown.text == lane.shown
-            ):
+            if not shown.text or shown.text == previous:
                 return
-            lane.shown_segment, lane.shown = caption.segment, shown.text
+            lane.shown[caption.segment] = shown.text
             await self._publish(
                 Caption(
                     segment=caption.segment,
@@ -286,85 +353,96 @@ class SessionTranslator:
                     start=caption.start,
                     end=caption.end,
                     stable=shown.stable,
+                    sources=(caption.segment,),
                 )
             )
-            self.stats.draft_latency.append(time.perf_counter() - job.arrived)
+            self.stats.draft_latency.append(time.perf_counter() - draft.arrived)
 
     async def _final_loop(self, lane: _Lane) -> None:
         while True:
-            job = await lane.finals.get()
+            closed = await lane.finals.get()
             try:
-                if job is None:
+                if closed is None:
                     return
-                caption = await self._final_caption(lane, job)
-                async with lane.lock:
-                    await self._publish(caption)
-                    lane.published_upto = max(lane.published_upto, caption.segment)
-                    lane.cache[caption.segment] = caption
-                    while len(lane.cache) > self.config.cache_finals:
-                        lane.cache.popitem(last=False)
-                self.stats.final_latency.append(time.perf_counter() - job.arrived)
+                caption = await self._final_caption(lane, closed.sentence)
+                if caption is not None:
+                    async with lane.lock:
+                        await self._publish(caption)
+                    self.stats.final_latency.append(time.perf_counter() - closed.closed)
             finally:
                 lane.finals.task_done()
 
-    async def _final_caption(self, lane: _Lane, job: _Job) -> Caption:
-        source = job.caption
+    async def _final_caption(self, lane: _Lane, sentence: Sentence) -> Caption | None:
         text = ""
-        if source.text.strip():
+        if sentence.text:
             try:
-                text = await self._translate_final(lane, job)
+                made = await self._translate_final(lane, sentence)
+                if made is None:
+                    self.stats.finals_skipped += 1
+                    lane.gap = True
+                    return None
+                text = made
                 lane.failing = False
                 self.stats.finals_translated += 1
             except Exception as exc:  # a model failure: tell the audience, keep the session
                 self.stats.finals_failed += 1
                 log.exception("final translation %s->%s failed", self.source, lane.target)
-                text = f"[{self.source}, untranslated] {source.text}"
+                text = f"[{self.source}, untranslated] {sentence.text}"
                 if not lane.failing:
                     lane.failing = True
                     await self._publish(
                         ErrorEvent(f"translation into {lane.target} failed: {type(exc).__name__}")
                     )
             lane.previous_translation = text[-self.config.context_chars :]
+        first = sentence.first
         return Caption(
-            segment=source.segment,
+            segment=first.segment,
             lang=lane.target,
             source=False,
             state="final",
             text=text,
-            start=source.start,
-            end=source.end,
+            start=sentence.start,
+            end=sentence.end,
             stable=len(text),
+            sources=sentence.segments,
+            speaker=first.speaker,
         )
 
-    async def _translate_final(self, lane: _Lane, job: _Job) -> str:
+    async def _translate_final(self, lane: _Lane, sentence: Sentence) -> str | None:
+        """The sentence's translation by the best backend the lane may use now; None when
+        nobody reads the language and its route has no text backend."""
         plan = lane.plan
         degrade = plan.draft is not None and lane.finals.qsize() >= self.config.degrade_backlog
         if not degrade:
             try:
                 if plan.route.speech_final:
-                    if self._whisper is not None and job.audio is not None:
-                        return await self._translate_speech(lane, job)
+                    audio = sentence.audio()
+                    if lane.reading and self._whisper is not None and audio is not None:
+                        return await self._translate_speech(lane, audio)
                 elif plan.final is not None:
                     return await self._translate_text(
-                        plan.final, lane.target, job.caption.text, job.context or None
+                        plan.final, lane.target, sentence.text, sentence.context or None
                     )
             except Saturated:
                 if plan.draft is None:
                     raise
                 log.warning("final backend for %s saturated; using the draft one", lane.target)
         if plan.draft is None:
+            if not lane.reading:
+                return None
             raise RuntimeError(f"neither audio nor a text route for a final into {lane.target}")
-        self.stats.finals_degraded += 1
-        return await self._translate_text(plan.draft, lane.target, job.caption.text)
+        if lane.reading:
+            self.stats.finals_degraded += 1
+        return await self._translate_text(plan.draft, lane.target, sentence.text)
 
-    async def _translate_speech(self, lane: _Lane, job: _Job) -> str:
-        assert self._whisper is not None and job.audio is not None
+    async def _translate_speech(self, lane: _Lane, audio: np.ndarray) -> str:
+        assert self._whisper is not None
         terms = self._glossary.for_target(lane.target)
         # Whisper conditions on its own earlier output: the previous English translation.
         prompt = " ".join(
             p for p in (terms.hint() if terms else "", lane.previous_translation) if p
         )
-        text = await self._whisper(job.audio, prompt[-self.config.context_chars :] or None)
+        text = await self._whisper(audio, prompt[-self.config.context_chars :] or None)
         return terms.substitute(text) if terms else text
 
     async def _translate_text(
@@ -378,7 +456,17 @@ class SessionTranslator:
             return terms.restore(await backend.translate(protected, context), slots)
         return terms.substitute(await backend.translate(terms.substitute(text), context))
 
+    async def _report_gap(self, lane: _Lane) -> None:
+        name = languages.get(lane.target).english_name if languages.is_known(lane.target) else ""
+        await self._publish(
+            ErrorEvent(
+                f"Earlier lines have no {name or lane.target} translation: this server "
+                f"translates {self.source} into {lane.target} from speech, only while "
+                "someone reads it."
+            )
+        )
 
-def _log_crash(task: asyncio.Task[None]) -> None:
+
+def _log_crash(task: asyncio.Future[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
-        log.error("translation task %s crashed", task.get_name(), exc_info=task.exception())
+        log.error("translation task crashed", exc_info=task.exception())

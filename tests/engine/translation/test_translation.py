@@ -18,6 +18,7 @@ from engine.events import Caption, ErrorEvent, Event, Word
 from engine.recognition.asr import DecodeOptions
 from engine.translation.backends import PooledTranslator, TargetPlan, whisper_translate
 from engine.translation.routes import Backend, RouteTable, TranslationRoute, whisper_sources
+from engine.translation.sentences import SentenceRules
 from engine.translation.stage import SessionTranslator, TranslationConfig
 from engine.translation.text import PLACEHOLDER_BASE, Glossary, Terms, stabilise
 from engine.workers import WorkerPool, Workers
@@ -302,11 +303,11 @@ async def test_finals_in_order_never_dropped_and_no_draft_after_final(
     assert session.stats.drafts_late >= 1
     # Context: the previous final's source text goes to the final backend.
     assert ("Sentence 2.", "Sentence 1.") in quick.calls
-    assert session.cached_final(5, "fr") == published.captions("fr", "final")[5]
+    assert published.captions("fr", "final")[5].sources == (5,)
     await session.close()
 
 
-async def test_only_selected_languages_are_translated_and_finals_are_cached(
+async def test_every_language_gets_every_final_and_drafts_only_where_read(
     pools: Callable[[str], WorkerPool],
 ) -> None:
     es, fr = ScriptedTranslator("es"), ScriptedTranslator("fr")
@@ -315,27 +316,87 @@ async def test_only_selected_languages_are_translated_and_finals_are_cached(
         "en",
         published,
         {"es": plan_for("es", es, pools("es")), "fr": plan_for("fr", fr, pools("fr"))},
-        config=TranslationConfig(backfill_finals=2),
     )
     session.set_languages({"es"})
     for segment in range(4):
         await session.on_source(draft(segment, f"draft {segment}"))
+        await published.wait_for(
+            lambda ev, s=segment: any(  # type: ignore[misc]
+                c.segment == s for c in published.captions("es", "draft")
+            )
+        )
         await session.on_source(final(segment, f"Final {segment}."))
     await session.drain()
-    assert fr.calls == [] and not published.captions("fr")
-    assert [c.segment for c in published.captions("es", "final")] == [0, 1, 2, 3]
-    # French joins later: the two most recent finals are translated for it, lazily.
+    for lang in ("es", "fr"):  # nobody reads French: its transcript is complete all the same
+        assert [c.segment for c in published.captions(lang, "final")] == [0, 1, 2, 3]
+    assert published.captions("es", "draft") and not published.captions("fr", "draft")
+    # French readers arrive: drafts from now on; nothing already translated is made again.
+    calls = len(fr.calls)
     session.set_languages({"es", "fr"})
-    await session.drain()
-    assert [c.segment for c in published.captions("fr", "final")] == [2, 3]
-    # Spanish leaves and comes back: nothing it already has is translated again.
-    calls = len(es.calls)
-    session.set_languages({"fr"})
+    await session.on_source(draft(4, "draft 4"))
+    await published.wait_for(lambda ev: bool(published.captions("fr", "draft")))
     await session.on_source(final(4, "Final 4."))
-    session.set_languages({"fr", "es"})
     await session.drain()
-    assert [c.segment for c in published.captions("es", "final")] == [0, 1, 2, 3, 4]
-    assert len(es.calls) == calls + 1
+    assert [c.segment for c in published.captions("fr", "draft")] == [4]
+    assert [c.segment for c in published.captions("fr", "final")] == [0, 1, 2, 3, 4]
+    assert len(fr.calls) == calls + 2  # one draft, one final
+    await session.close()
+
+
+async def test_a_sentence_of_several_segments_is_translated_once_as_a_whole(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    translator = ScriptedTranslator("es")
+    published = Recorder()
+    session = SessionTranslator(
+        "en",
+        published,
+        {"es": plan_for("es", translator, pools("es"))},
+        config=TranslationConfig(hold_back_words=0),
+    )
+    session.set_languages({"es"})
+    await session.on_source(final(0, "In the previous"))
+    await session.on_source(final(1, "year sales grew"))
+    # Until the sentence ends, its segments show drafts of their refined source.
+    await published.wait_for(lambda ev: len(published.captions("es", "draft")) == 2)
+    assert [(c.segment, c.text, c.sources) for c in published.captions("es", "draft")] == [
+        (0, "es:In es:the es:previous", (0,)),
+        (1, "es:year es:sales es:grew", (1,)),
+    ]
+    await session.on_source(final(2, "by ten percent."))
+    await session.drain()
+    (sentence,) = published.captions("es", "final")
+    assert sentence.sources == (0, 1, 2) and sentence.segment == 0
+    assert (
+        sentence.text
+        == "es:In es:the es:previous es:year es:sales es:grew es:by es:ten es:percent."
+    )
+    assert (sentence.start, sentence.end) == (0.0, 23.0)
+    assert ("In the previous year sales grew by ten percent.", None) in translator.calls
+    await session.close()
+
+
+async def test_a_pause_or_the_length_cap_closes_a_sentence_without_punctuation(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    translator = ScriptedTranslator("es")
+    published = Recorder()
+    rules = SentenceRules(max_words=6, pause_s=0.2)
+    session = SessionTranslator(
+        "en",
+        published,
+        {"es": plan_for("es", translator, pools("es"))},
+        config=TranslationConfig(sentences=rules),
+    )
+    await session.on_source(final(0, "and then nothing"))
+    await published.wait_for(lambda ev: bool(published.captions("es", "final")))
+    assert [c.sources for c in published.captions("es", "final")] == [(0,)]
+    for segment in range(1, 4):  # a run-on speaker: closed at six words
+        await session.on_source(final(segment, "one two three"))
+    await published.wait_for(lambda ev: len(published.captions("es", "final")) == 2)
+    assert published.captions("es", "final")[1].sources == (1, 2)
+    await session.drain()  # the stream stops: the open sentence closes at once
+    assert [c.sources for c in published.captions("es", "final")] == [(0,), (1, 2), (3,)]
     await session.close()
 
 
@@ -365,14 +426,14 @@ async def test_backend_failure_publishes_marked_source_and_one_error(
     await session.close()
 
 
-async def test_speech_route_without_draft_shows_nothing_until_whisper_final(
+async def test_speech_route_translates_whole_sentences_while_someone_reads(
     pools: Callable[[str], WorkerPool],
 ) -> None:
     prompts: list[str | None] = []
 
     async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
         prompts.append(prompt)
-        return f"english for {len(audio)} samples"
+        return f"english for {len(audio)} samples."
 
     route = TranslationRoute("es", "en", None, Backend("whisper", "base"), "")
     published = Recorder()
@@ -383,16 +444,43 @@ async def test_speech_route_without_draft_shows_nothing_until_whisper_final(
         whisper_translate=fake_whisper,
         glossary={"en": {"Carpanedo": "Carpanedo"}},
     )
-    session.set_languages({"en"})
-    await session.on_source(draft(0, "hola"))
     await session.on_source(final(0, "Hola a todos."), np.zeros(16000, np.float32))
-    await session.on_source(final(1, "Adiós."), np.zeros(8000, np.float32))
     await session.drain()
-    assert [c.text for c in published.captions("en")] == [
-        "english for 16000 samples",
-        "english for 8000 samples",
+    assert published.captions("en") == []  # nobody reads English and no text route: a gap
+    session.set_languages({"en"})
+    await session.on_source(draft(1, "hola"))
+    await session.on_source(final(1, "Hola"), np.zeros(16000, np.float32))
+    await session.on_source(final(2, "y adiós."), np.zeros(8000, np.float32))
+    await session.on_source(final(3, "Gracias."), np.zeros(4000, np.float32))
+    await session.drain()
+    assert [(c.text, c.sources) for c in published.captions("en")] == [
+        ("english for 24000 samples.", (1, 2)),
+        ("english for 4000 samples.", (3,)),
     ]
-    assert prompts[0] == "Carpanedo" and prompts[1] == "Carpanedo english for 16000 samples"
+    assert prompts == ["Carpanedo", "Carpanedo english for 24000 samples."]
+    errors = [e.message for e in published.events if isinstance(e, ErrorEvent)]
+    assert len(errors) == 1 and "Earlier lines have no English translation" in errors[0]
+    await session.close()
+
+
+async def test_a_speech_route_nobody_reads_uses_its_text_route(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+        raise AssertionError("Whisper-translate runs only for a language someone reads")
+
+    text = ScriptedTranslator("en")
+    route = TranslationRoute(
+        "es", "en", Backend("apertium", "spa-eng"), Backend("whisper", "base"), ""
+    )
+    pooled = PooledTranslator(text, pools("mt"))
+    published = Recorder()
+    session = SessionTranslator(
+        "es", published, {"en": TargetPlan(route, pooled, None)}, whisper_translate=fake_whisper
+    )
+    await session.on_source(final(0, "Hola a todos."), np.zeros(16000, np.float32))
+    await session.drain()
+    assert [c.text for c in published.captions("en", "final")] == ["en:Hola en:a en:todos."]
     await session.close()
 
 

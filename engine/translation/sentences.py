@@ -1,0 +1,117 @@
+"""Whole sentences out of source finals: what a translation final is made from.
+
+A source final is one pause-bounded segment, often half a sentence; translated alone it reads
+as a fragment. :class:`SentenceAssembler` gathers a stream's source finals, in order, into the
+open sentence and closes it at sentence-ending punctuation in the refined source (the
+recogniser writes it only where a sentence really ended: engine/recognition/punctuation.py),
+at the length cap (a run-on speaker still gets finals), and, through the translation stage's
+timer, at a long pause or the end of the stream. Pure bookkeeping, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.events import Caption
+
+SENTENCE_END = re.compile(r"[.?!…。！？][\"'”’»)\]]*\s*$")
+"""Sentence-ending punctuation at the end of a text, closing quotes and brackets allowed."""
+
+
+def ends_sentence(text: str) -> bool:
+    return bool(SENTENCE_END.search(text))
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceRules:
+    max_words: int = 40
+    """A sentence this long is closed whatever its punctuation."""
+    max_seconds: float = 20.0
+    """Likewise for its span of audio."""
+    pause_s: float = 1.2
+    """An open sentence closes when no source final followed its last one for this long
+    (wall clock): the speaker stopped mid-sentence, or ended it without punctuation."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePiece:
+    """One source final and its audio (kept for speech translation)."""
+
+    caption: Caption
+    audio: np.ndarray | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """The source finals a translation final is made from, and the text before them."""
+
+    pieces: tuple[SourcePiece, ...]
+    context: str = ""
+    """The previous sentence's source text (for backends that use context)."""
+
+    @property
+    def segments(self) -> tuple[int, ...]:
+        return tuple(p.caption.segment for p in self.pieces)
+
+    @property
+    def text(self) -> str:
+        return " ".join(p.caption.text.strip() for p in self.pieces if p.caption.text.strip())
+
+    @property
+    def start(self) -> float:
+        return self.pieces[0].caption.start
+
+    @property
+    def end(self) -> float:
+        return self.pieces[-1].caption.end
+
+    @property
+    def first(self) -> Caption:
+        return self.pieces[0].caption
+
+    def audio(self) -> np.ndarray | None:
+        """The sentence's audio, its segments joined (None if any segment's is missing)."""
+        parts = [p.audio for p in self.pieces]
+        if any(part is None for part in parts):
+            return None
+        return np.concatenate([p for p in parts if p is not None])
+
+
+class SentenceAssembler:
+    """The open sentence of one stream of source finals (module docstring)."""
+
+    def __init__(self, rules: SentenceRules | None = None, context_chars: int = 200) -> None:
+        self.rules = rules or SentenceRules()
+        self._context_chars = context_chars
+        self._open: list[SourcePiece] = []
+        self._context = ""
+
+    @property
+    def open(self) -> bool:
+        return bool(self._open)
+
+    def add(self, piece: SourcePiece) -> Sentence | None:
+        """Add the next source final; the sentence it closes, if it closes one."""
+        self._open.append(piece)
+        text = " ".join(p.caption.text for p in self._open)
+        span = piece.caption.end - self._open[0].caption.start
+        if (
+            ends_sentence(piece.caption.text)
+            or len(text.split()) >= self.rules.max_words
+            or span >= self.rules.max_seconds
+        ):
+            return self.close()
+        return None
+
+    def close(self) -> Sentence | None:
+        """Close the open sentence now (a long pause, the end of the stream)."""
+        if not self._open:
+            return None
+        sentence = Sentence(tuple(self._open), self._context)
+        self._open = []
+        if sentence.text:
+            self._context = sentence.text[-self._context_chars :]
+        return sentence
