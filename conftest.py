@@ -6,14 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import EVAL, REDIS_SERVER, RedisServer, ServerProcess
-
-
-@pytest.fixture(scope="session")
-def eval_dir() -> Iterator[object]:
-    if not EVAL.is_dir():
-        pytest.skip(f"evaluation recordings not found at {EVAL} (set INTERP_SHARED_DIR)")
-    yield EVAL
+from tests.support import REDIS_SERVER, RedisServer, ServerProcess
 
 
 @pytest.fixture(scope="session")

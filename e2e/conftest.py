@@ -24,20 +24,11 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests.support import LONGFORM_EN
+from tests.data import SONNET, SONNET_OCTAVE_LINES, SONNET_OCTAVE_S, reference
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO_ROOT / "test-artifacts"
-EVAL_EN = LONGFORM_EN
-
-# The first 31.0 s of LibriVox Sonnet 1: the spoken number and the first eight verse lines
-# (the octave). 31.0 s lies inside the 30.3-31.1 s pause before "Thou that art now..." (measured
-# frame energy below -41 dBFS there), so no word is cut.
-SONNET_WAV = EVAL_EN / "librivox_shakespeare_sonnet_001.wav"
-SONNET_REF = EVAL_EN / "librivox_shakespeare_sonnet_001.txt"
-SONNET_CUT_S = 31.0
-SONNET_REF_LINES = 9
 
 
 @dataclass(frozen=True)
@@ -90,12 +81,12 @@ def artifacts_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def fake_audio(tmp_path_factory: pytest.TempPathFactory) -> FakeAudio:
-    """Sonnet 1's octave as a fake microphone, with its human reference text."""
-    target = tmp_path_factory.mktemp("fake-audio") / "sonnet_001_octave.wav"
-    duration = write_trimmed_wav(SONNET_WAV, target, SONNET_CUT_S)
-    lines = SONNET_REF.read_text(encoding="utf-8").splitlines()
-    reference = "\n".join(lines[:SONNET_REF_LINES])
-    return FakeAudio(path=target, duration_s=duration, reference=reference)
+    """The sonnet's octave (its first 30.2 s: the spoken number and eight verse lines, see
+    tests/data) as a fake microphone, with its human reference text."""
+    target = tmp_path_factory.mktemp("fake-audio") / f"{SONNET.stem}_octave.wav"
+    duration = write_trimmed_wav(SONNET, target, SONNET_OCTAVE_S)
+    octave = "\n".join(reference(SONNET).splitlines()[:SONNET_OCTAVE_LINES])
+    return FakeAudio(path=target, duration_s=duration, reference=octave)
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,8 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, WebSocketRoute, expect
 
 from e2e.conftest import CHROMIUM, PHONE, REPO_ROOT, ConsoleLog, open_page
-from tests.support import LONGFORM_EN, create_session, read_wav, stream_recording
+from tests.data import SONNET, SONNET_OCTAVE_S
+from tests.support import create_session, read_wav, stream_recording
 
 pytestmark = pytest.mark.browser
 
@@ -462,8 +463,7 @@ def test_listener_turns_on_audio_and_plays_what_arrives(
 
 # ---------------------------------------------------------------- the whole path
 
-SPEECH_WAV = LONGFORM_EN / "librivox_shakespeare_sonnet_001.wav"
-SPEECH_SECONDS = 31.0  # the sonnet's octave (see e2e/conftest.py)
+SPEECH_SECONDS = SONNET_OCTAVE_S  # the sonnet's octave
 
 
 def settle(page: Page, quiet_s: float = 6.0, limit_s: float = 90.0) -> dict[str, Any]:
@@ -505,7 +505,7 @@ def test_real_speech_reaches_the_listener_who_asked(
             "() => window.interpAudio.enabled && window.interpAudio.context === 'running'"
         )
 
-        pcm, rate = read_wav(SPEECH_WAV)
+        pcm, rate = read_wav(SONNET)
         pcm = pcm[: round(SPEECH_SECONDS * rate) * 2]
 
         def present() -> None:

@@ -29,7 +29,8 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect
 
 from e2e.conftest import CHROMIUM, PHONE, ConsoleLog, open_page
-from tests.support import EVAL, create_session, normalise_for_wer
+from tests.data import ENGLISH, SPANISH, SPANISH_ID, fleurs_clip, reference
+from tests.support import create_session, normalise_for_wer
 
 pytestmark = [
     pytest.mark.browser,
@@ -38,11 +39,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="Debian espeak-ng not installed"),
 ]
 
-# English: 5.9 s, one sentence. Spanish: a FLEURS test sentence, 9.7 s.
-EN_WAV = EVAL / "asr_short" / "en" / "picovoice_test.wav"
-EN_REF = EVAL / "asr_short" / "en" / "picovoice_test.txt"
-ES_ID = "fleurs-es-002"
-ES_WAV = EVAL / "fleurs_st" / "audio" / "es" / f"{ES_ID}.wav"
+# English: a LibriSpeech sentence, 6.6 s. Spanish: a FLEURS test sentence, 9.7 s.
 SPEAK_MARGIN_S = 1.2  # talk this much past the end of the recording, then tap "done"
 TURN_TIMEOUT_MS = 90_000  # a turn's translation and speech, on a loaded 2-core machine
 
@@ -66,12 +63,7 @@ def wav_seconds(path: Path) -> float:
 
 
 def spanish_reference() -> str:
-    manifest = EVAL / "fleurs_st" / "manifest.jsonl"
-    for line in manifest.read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        if entry["id"] == ES_ID:
-            return str(entry["source_text"])
-    raise LookupError(ES_ID)
+    return str(fleurs_clip(SPANISH_ID)["source_text"])
 
 
 def word_recall(reference: str, hypothesis: str) -> float:
@@ -90,10 +82,8 @@ def launch_phone(playwright: Playwright, recording: Path) -> Browser:
 
 
 @pytest.fixture(scope="module")
-def english_phone(playwright_instance: Playwright, eval_dir: Path) -> Iterator[Browser]:
-    if not EN_WAV.exists():
-        pytest.skip(f"{EN_WAV} is missing")
-    browser = launch_phone(playwright_instance, EN_WAV)
+def english_phone(playwright_instance: Playwright) -> Iterator[Browser]:
+    browser = launch_phone(playwright_instance, ENGLISH)
     try:
         yield browser
     finally:
@@ -101,10 +91,8 @@ def english_phone(playwright_instance: Playwright, eval_dir: Path) -> Iterator[B
 
 
 @pytest.fixture(scope="module")
-def spanish_phone(playwright_instance: Playwright, eval_dir: Path) -> Iterator[Browser]:
-    if not ES_WAV.exists():
-        pytest.skip(f"{ES_WAV} is missing")
-    browser = launch_phone(playwright_instance, ES_WAV)
+def spanish_phone(playwright_instance: Playwright) -> Iterator[Browser]:
+    browser = launch_phone(playwright_instance, SPANISH)
     try:
         yield browser
     finally:
@@ -238,10 +226,10 @@ def test_two_phones_take_turns_in_english_and_spanish(
         expect(en.get_by_role("button", name=re.compile("Toca para hablar"))).to_be_visible()
 
         # ---- the English speaker's turn, tapped on and off
-        speak(en, "#talk-a", wav_seconds(EN_WAV))
+        speak(en, "#talk-a", wav_seconds(ENGLISH))
         turn = wait_turn(en, live=True, lang="en")
         assert turn["side"] == "a" and turn["translationLang"] == "es", turn
-        recall = word_recall(EN_REF.read_text(encoding="utf-8"), turn["text"])
+        recall = word_recall(reference(ENGLISH), turn["text"])
         assert recall >= 0.6, (recall, turn["text"])
         assert normalise_for_wer(turn["translation"]) != normalise_for_wer(turn["text"]), turn
         # Large on both halves: the original on the speaker's, the translation on the partner's.
@@ -274,7 +262,7 @@ def test_two_phones_take_turns_in_english_and_spanish(
         # Face to face: the partner's half is upside down.
         transform = es.eval_on_selector("#side-b", "el => getComputedStyle(el).transform")
         assert transform.startswith("matrix(-1,"), transform
-        speak(es, "#talk-b", wav_seconds(ES_WAV), hold=True)
+        speak(es, "#talk-b", wav_seconds(SPANISH), hold=True)
         turn_es = wait_turn(es, live=True, lang="es")
         assert turn_es["side"] == "b" and turn_es["translationLang"] == "en", turn_es
         recall = word_recall(spanish_reference(), turn_es["text"])
@@ -335,15 +323,15 @@ def test_automatic_detection_puts_each_turn_on_its_speakers_side(
         expect(en.locator("#talk-auto")).to_be_visible()
         expect(en.locator("#talk-a")).to_be_hidden()
         expect(en.locator("#talk-b")).to_be_hidden()
-        speak(en, "#talk-auto", wav_seconds(EN_WAV))
+        speak(en, "#talk-auto", wav_seconds(ENGLISH))
         turn = wait_turn(en, live=True, lang="en")
         assert turn["auto"] and turn["side"] == "a" and turn["translationLang"] == "es", turn
-        assert word_recall(EN_REF.read_text(encoding="utf-8"), turn["text"]) >= 0.6, turn
+        assert word_recall(reference(ENGLISH), turn["text"]) >= 0.6, turn
 
         es.goto(continue_link(en, live_server))
         es.locator("#opt-auto").check()
         start_conversation(es)
-        speak(es, "#talk-auto", wav_seconds(ES_WAV))
+        speak(es, "#talk-auto", wav_seconds(SPANISH))
         turn_es = wait_turn(es, live=True, lang="es")
         assert turn_es["auto"] and turn_es["side"] == "b", turn_es
         assert turn_es["translationLang"] == "en", turn_es

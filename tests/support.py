@@ -1,4 +1,5 @@
-"""Shared test support: where the evaluation data lives, and a real server process."""
+"""Shared test support: a real server process, a real Redis, a presenter client (the recordings
+the tests replay are named in ``tests/data``)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,6 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("INTERP_SHARED_DIR", REPO.parent / "shared"))
-EVAL = SHARED / "eval"
-LONGFORM_EN = EVAL / "longform" / "en"
 REDIS_SERVER = Path(os.environ.get("INTERP_REDIS_SERVER", "/usr/bin/redis-server"))
 
 

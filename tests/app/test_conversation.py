@@ -12,16 +12,14 @@ import pytest
 import websockets
 
 from tests.app.test_speech_flow import Heard, _listen
-from tests.support import EVAL, ServerProcess, create_session, read_wav
+from tests.data import ENGLISH, SPANISH
+from tests.support import ServerProcess, create_session, read_wav
 
 pytestmark = [
     pytest.mark.model,
     pytest.mark.skipif(shutil.which("apertium") is None, reason="Debian apertium not installed"),
     pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="Debian espeak-ng not installed"),
 ]
-
-ENGLISH = EVAL / "asr_short" / "en" / "librispeech_test-clean_1089-134686-0001.wav"
-SPANISH = EVAL / "asr_short" / "es" / "mls_es_13697_11991_000000.wav"
 
 
 async def _turn(

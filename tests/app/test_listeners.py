@@ -16,8 +16,8 @@ import srt
 import websockets
 import webvtt
 
+from tests.data import SONNET
 from tests.support import (
-    LONGFORM_EN,
     ServerProcess,
     create_session,
     read_wav,
@@ -25,8 +25,6 @@ from tests.support import (
 )
 
 pytestmark = pytest.mark.model
-
-RECORDING = LONGFORM_EN / "librivox_shakespeare_sonnet_001.wav"
 
 
 class Listener:
@@ -86,7 +84,7 @@ async def test_three_listeners_end_with_the_presenters_transcript(tmp_path: Path
         facts = httpx.get(f"{server.url}/api/sessions/{code}").json()
         assert facts["listeners"] >= 1 and facts["state"] == "waiting"
 
-        pcm, rate = read_wav(RECORDING)
+        pcm, rate = read_wav(SONNET)
         run = await stream_recording(server.url, pcm, rate, speed=4.0, session=session)
         assert run.close_code == 1000
         presenter = {int(e["segment"]): e["text"] for e in run.finals()}  # type: ignore[call-overload]

@@ -10,8 +10,8 @@ import jiwer
 import pytest
 import websockets
 
+from tests.data import SONNET, reference
 from tests.support import (
-    LONGFORM_EN,
     ServerProcess,
     create_session,
     normalise_for_wer,
@@ -20,12 +20,6 @@ from tests.support import (
 )
 
 pytestmark = pytest.mark.model
-
-SONNET = LONGFORM_EN / "librivox_shakespeare_sonnet_002.wav"
-
-
-def reference(path: object) -> str:
-    return normalise_for_wer(SONNET.with_suffix(".txt").read_text())
 
 
 async def test_real_recording_final_transcript_meets_wer_bound(server: ServerProcess) -> None:
@@ -38,7 +32,7 @@ async def test_real_recording_final_transcript_meets_wer_bound(server: ServerPro
     # Normalisation (docs/metrics.md): lowercase, punctuation stripped, fillers dropped,
     # digits spelled out ("2." and "two" match). tiny.en offline (beam 5, whole file) scores
     # 0.146 WER on this file so normalised; streaming at 4x real time is allowed up to 0.25.
-    wer = jiwer.wer(reference(SONNET), normalise_for_wer(run.final_text()))
+    wer = jiwer.wer(normalise_for_wer(reference(SONNET)), normalise_for_wer(run.final_text()))
     assert wer < 0.25, (wer, run.final_text())
     # Finals never change and segments are numbered in order.
     segments = [int(e["segment"]) for e in run.finals()]  # type: ignore[call-overload]

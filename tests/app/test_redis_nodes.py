@@ -16,8 +16,8 @@ import httpx
 import pytest
 import websockets
 
+from tests.data import SONNET
 from tests.support import (
-    LONGFORM_EN,
     RedisServer,
     ServerProcess,
     create_session,
@@ -25,7 +25,6 @@ from tests.support import (
     stream_recording,
 )
 
-RECORDING = LONGFORM_EN / "librivox_shakespeare_sonnet_003.wav"
 SPEED = 2.0
 
 
@@ -94,10 +93,10 @@ async def wait_for_status(url: str, status: int, within: float = 20.0) -> dict[s
 
 
 async def test_two_processes_one_session_through_redis(
-    nodes: list[ServerProcess], redis_server: RedisServer, eval_dir: Path
+    nodes: list[ServerProcess], redis_server: RedisServer
 ) -> None:
     a, b = nodes
-    pcm, rate = read_wav(RECORDING)
+    pcm, rate = read_wav(SONNET)
     session = create_session(a.url, target_languages=["es"])
     code = session["code"]
     assert httpx.get(f"{b.url}/api/sessions/{code}").status_code == 200  # B loads it

@@ -13,7 +13,8 @@ import httpx
 import pytest
 import websockets
 
-from tests.support import EVAL, ServerProcess, create_session, read_wav, stream_recording
+from tests.data import ENGLISH, ENGLISH_FLEURS
+from tests.support import ServerProcess, create_session, read_wav, stream_recording
 
 pytestmark = [
     pytest.mark.model,
@@ -21,10 +22,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="Debian espeak-ng not installed"),
 ]
 
-CLIPS = [
-    EVAL / "asr_short" / "en" / "librispeech_test-clean_1221-135766-0001.wav",
-    EVAL / "asr_short" / "en" / "librispeech_test-clean_1089-134686-0001.wav",
-]
+CLIPS = [ENGLISH_FLEURS, ENGLISH]
+"""Two English sentences (FLEURS, LibriSpeech), played with half a second between them."""
 
 
 @dataclass

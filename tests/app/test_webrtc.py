@@ -41,9 +41,8 @@ from engine.delivery.memory import InMemoryHub
 from engine.events import SpeechAudio, Word
 from engine.recognition.asr import DecodeOptions
 from engine.stream import StreamLimits
+from tests.data import ENGLISH, SONNET, SPANISH, reference
 from tests.support import (
-    EVAL,
-    LONGFORM_EN,
     ServerProcess,
     create_session,
     free_port,
@@ -51,14 +50,11 @@ from tests.support import (
     read_wav,
 )
 
-SONNET = LONGFORM_EN / "librivox_shakespeare_sonnet_002.wav"
-SPOKEN = EVAL / "asr_short" / "en" / "librispeech_test-clean_61-70968-0000.wav"
-
 
 def speech(seconds: float, rate: int) -> bytes:
     """The first ``seconds`` of a real recording at ``rate`` (the VAD must hear speech: a
     tone scores under its threshold)."""
-    pcm, source_rate = read_wav(SPOKEN)
+    pcm, source_rate = read_wav(ENGLISH)
     samples = np.frombuffer(pcm, dtype="<i2")[: int(seconds * source_rate)].astype(np.float64)
     times = np.arange(int(seconds * rate)) / rate
     resampled = np.interp(times, np.arange(samples.size) / source_rate, samples)
@@ -432,15 +428,11 @@ async def test_real_recording_over_webrtc_meets_the_websocket_wer_bound(
     assert kinds == {"draft", "final"}
     text = " ".join(str(m["text"]) for m in finals)
     # The bound of tests/app/test_present_ws.py (tiny.en offline scores 0.146 on this file).
-    reference = normalise_for_wer(SONNET.with_suffix(".txt").read_text())
-    wer = jiwer.wer(reference, normalise_for_wer(text))
+    wer = jiwer.wer(normalise_for_wer(reference(SONNET)), normalise_for_wer(text))
     assert wer < 0.25, (wer, text)
     assert replay.received[-1].message == {"type": "ended"}
     stored = httpx.get(f"{server.url}/api/sessions/{session['code']}/transcript").text
     assert normalise_for_wer(stored) == normalise_for_wer(text)
-
-
-SPANISH = EVAL / "asr_short" / "es" / "mls_es_13697_11991_000000.wav"
 
 
 @pytest.mark.model

@@ -25,6 +25,7 @@ from bench.metrics import SendSchedule
 from bench.recordings import Recording
 from bench.replay import Received, Replay
 from bench.resources import CpuUse
+from tests.data import SONNET
 from tests.support import ServerProcess, run_bench_against
 
 # 100 ms chunks sent at 10.1, 10.2, ... (chunk k holds audio up to 0.1 * (k + 1) s).
@@ -161,11 +162,9 @@ PRESENTER_KEYS = {
 
 
 @pytest.mark.model
-def test_capacity_one_presenter_real_round(
-    server: ServerProcess, eval_dir: Path, tmp_path: Path
-) -> None:
-    recording = "librivox_shakespeare_sonnet_003"
-    seconds = 12.0  # cut in the middle of a line (speech from 11.2 s to 14 s): Stop finalises it
+def test_capacity_one_presenter_real_round(server: ServerProcess, tmp_path: Path) -> None:
+    recording = SONNET.stem
+    seconds = 11.0  # cut in the middle of a line (speech from 9.7 s to 13 s): Stop finalises it
     report = run_bench_against(
         server,
         tmp_path,
@@ -176,7 +175,7 @@ def test_capacity_one_presenter_real_round(
             "--seconds",
             str(seconds),
             "--files",
-            recording,
+            str(SONNET),
         ],
     )
     assert (tmp_path / "capacity.png").read_bytes()[:4] == b"\x89PNG"

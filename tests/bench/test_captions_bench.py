@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.recordings import EVAL_LONGFORM_EN
 from bench.textnorm import normalise_words
+from tests.data import SONNET, reference
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SHORTEST = "librivox_shakespeare_sonnet_003"  # 51.7 s
 
 DISTRIBUTION_KEYS = {"count", "p50", "p95", "mean", "min", "max"}
 ERROR_KEYS = {"substitutions", "deletions", "insertions", "hits"}
@@ -43,7 +42,7 @@ COMMON_KEYS = {
 
 @pytest.mark.model
 def test_fast_replay_report_has_every_field(tmp_path: Path) -> None:
-    command = ["captions", "--mode", "fast", "--files", SHORTEST, "--out", str(tmp_path)]
+    command = ["captions", "--mode", "fast", "--files", str(SONNET), "--out", str(tmp_path)]
     completed = subprocess.run(
         [sys.executable, "-m", "bench", *command],
         cwd=REPO_ROOT,
@@ -57,7 +56,7 @@ def test_fast_replay_report_has_every_field(tmp_path: Path) -> None:
 
     report = json.loads((tmp_path / "captions-fast.json").read_text())
     assert (tmp_path / "captions-fast.md").read_text().startswith("# Live captions benchmark")
-    assert (tmp_path / "traces" / f"captions-fast-{SHORTEST}.json").is_file()
+    assert (tmp_path / "traces" / f"captions-fast-{SONNET.stem}.json").is_file()
     assert report["mode"] == "fast"
     assert report["command"].startswith("python -m bench captions --mode fast")
     assert {"cpu_model", "logical_cores", "usable_cores"} <= report["machine"].keys()
@@ -72,8 +71,8 @@ def test_fast_replay_report_has_every_field(tmp_path: Path) -> None:
         assert set(section["draft_latency_s"]) == DISTRIBUTION_KEYS
         assert set(section["final_latency_s"]) == DISTRIBUTION_KEYS
 
-    reference_words = len(normalise_words((EVAL_LONGFORM_EN / f"{SHORTEST}.txt").read_text()))
-    assert file["recording"] == SHORTEST
+    reference_words = len(normalise_words(reference(SONNET)))
+    assert file["recording"] == SONNET.stem
     assert file["reference_words"] == reference_words
     assert len(file["words"]) == reference_words
     # A working recogniser on clean read speech: most words recognised and finalised.

@@ -23,6 +23,7 @@ from bench.churn import (
 )
 from bench.churn_report import report_json, report_markdown, write_report
 from bench.resources import Footprint
+from tests.data import ENGLISH
 
 MB = 10**6
 
@@ -200,7 +201,7 @@ def test_report_counts_outcomes_and_rates(tmp_path: Path) -> None:
 
 
 def _churn(tmp_path: Path, *words: str) -> dict[str, Any]:
-    args = ["--sessions", "5", "--warmup", "2", "--settle", "0.5", *words]
+    args = ["--sessions", "5", "--warmup", "2", "--settle", "0.5", "--file", str(ENGLISH), *words]
     assert main(["churn", *args, "--out", str(tmp_path)]) == 0
     report: dict[str, Any] = json.loads((tmp_path / "churn.json").read_text())
     assert report["command"] == f"python -m bench churn {' '.join(args)} --out {tmp_path}"
@@ -209,7 +210,7 @@ def _churn(tmp_path: Path, *words: str) -> dict[str, Any]:
 
 
 @pytest.mark.model
-def test_churn_five_real_sessions(eval_dir: Path, tmp_path: Path) -> None:
+def test_churn_five_real_sessions(tmp_path: Path) -> None:
     report = _churn(tmp_path, "--env", "INTERP_ENDED_GRACE_S=1")
     assert report["server"]["env"] == {
         "INTERP_MAX_AUDIO_SPEED": "10",
@@ -237,7 +238,7 @@ def test_churn_five_real_sessions(eval_dir: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_churn_env_reaches_the_server(eval_dir: Path, tmp_path: Path) -> None:
+def test_churn_env_reaches_the_server(tmp_path: Path) -> None:
     # Two sessions a minute: the server refuses the third creation (429), and the bench
     # records the failures instead of stopping (fewer than five in a row).
     report = _churn(tmp_path, "--env", "INTERP_SESSION_RATE=2")

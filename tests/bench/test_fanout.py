@@ -27,6 +27,7 @@ from bench.metrics import SendSchedule
 from bench.recordings import Recording
 from bench.replay import Received, Replay, trimmed
 from bench.resources import CpuSnapshot, CpuUse, cpu_use, raise_fd_limit
+from tests.data import SONNET
 from tests.support import ServerProcess, run_bench_against
 
 # --- metrics ------------------------------------------------------------------------------
@@ -303,9 +304,7 @@ DELAY_KEYS = {"count", "p50", "p95", "p99", "mean", "min", "max"}
 
 
 @pytest.mark.model
-def test_fanout_20_listeners_every_final_everywhere(
-    server: ServerProcess, eval_dir: Path, tmp_path: Path
-) -> None:
+def test_fanout_20_listeners_every_final_everywhere(server: ServerProcess, tmp_path: Path) -> None:
     report = run_bench_against(
         server,
         tmp_path,
@@ -313,6 +312,8 @@ def test_fanout_20_listeners_every_final_everywhere(
         [
             "--listeners",
             "20",
+            "--file",
+            str(SONNET),
             "--seconds",
             "15",
             "--client-processes",

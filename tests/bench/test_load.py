@@ -22,6 +22,7 @@ from bench.load import (
 )
 from bench.metrics import SendSchedule, WordLatencies
 from bench.replay import Received, Replay
+from tests.data import ENGLISH, SONNET
 from tests.support import ServerProcess, run_bench_against
 
 
@@ -233,9 +234,7 @@ AUDIENCE_KEYS = {
 
 
 @pytest.mark.model
-def test_load_two_presenters_small_audience_real_run(
-    server: ServerProcess, eval_dir: Path, tmp_path: Path
-) -> None:
+def test_load_two_presenters_small_audience_real_run(server: ServerProcess, tmp_path: Path) -> None:
     report = run_bench_against(
         server,
         tmp_path,
@@ -251,6 +250,9 @@ def test_load_two_presenters_small_audience_real_run(
             "6",
             "--client-processes",
             "2",
+            "--files",
+            str(SONNET),
+            str(ENGLISH),
         ],
     )
     assert (tmp_path / "load.md").read_text().startswith("# Load benchmark")

@@ -39,11 +39,12 @@ from bench.peer_server import (
     peer_installed,
     write_warmup_wav,
 )
-from bench.recordings import EVAL_LONGFORM_EN, Recording, load_recording
+from bench.recordings import Recording, load_recording
 from bench.reference import DecodeSettings, OfflineDecode, whisper_model_dir
 from bench.replay import Received
 from bench.server import cpu_seconds
 from bench.textnorm import normalise_words
+from tests.data import SONNET as SONNET_WAV
 
 
 def message(committed: list[str | None], buffer: str = "", **extra: Any) -> dict[str, Any]:
@@ -243,8 +244,8 @@ def test_peer_settings_keep_whisperlivekit_offline_and_on_our_model(tmp_path: Pa
     reason="WhisperLiveKit is not installed in .venv-peer (docs/metrics.md, 'Peer comparison')",
 )
 async def test_real_whisperlivekit_replay_gives_measurable_captions(tmp_path: Path) -> None:
-    full = load_recording(EVAL_LONGFORM_EN / "librivox_shakespeare_sonnet_001.wav")
-    clip = dataclasses.replace(full, pcm=full.pcm[: 2 * 16000 * 9])  # "1. From fairest ... die."
+    full = load_recording(SONNET_WAV)
+    clip = dataclasses.replace(full, pcm=full.pcm[: 2 * 16000 * 6])  # "2. When forty ... brow,"
     settings = PeerSettings(
         model_dir=whisper_model_dir("tiny.en"),
         warmup_wav=write_warmup_wav(clip, tmp_path / "warm.wav", seconds=2.0),
@@ -258,8 +259,8 @@ async def test_real_whisperlivekit_replay_gives_measurable_captions(tmp_path: Pa
     finally:
         await server.stop()
     words = final_words(peer.mapped.updates)
-    expected = normalise_words("From fairest creatures we desire increase")
-    assert sum(w in words for w in expected) >= 4, words
+    expected = normalise_words("When forty winters shall besiege thy brow")
+    assert sum(w in words for w in expected) >= 5, words
     assert peer.mapped.uncommitted_words == 0
     assert any(u.state == "draft" and u.text for u in peer.mapped.updates)
     assert peer.replay.ended_at > peer.replay.schedule.send_times[-1]

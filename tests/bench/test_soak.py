@@ -20,6 +20,7 @@ from bench.soak import (
     memory_growth,
     time_series,
 )
+from tests.data import SONNET
 from tests.support import ServerProcess, run_bench_against
 
 
@@ -131,7 +132,7 @@ SOAK_KEYS = {
 
 
 @pytest.mark.model
-def test_soak_short_real_run(server: ServerProcess, eval_dir: Path, tmp_path: Path) -> None:
+def test_soak_short_real_run(server: ServerProcess, tmp_path: Path) -> None:
     assert server.process is not None
     report = run_bench_against(
         server,
@@ -144,14 +145,16 @@ def test_soak_short_real_run(server: ServerProcess, eval_dir: Path, tmp_path: Pa
             "3",
             "--interval",
             "3",
+            "--files",
+            str(SONNET),
         ],
     )
     assert (tmp_path / "soak.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "soak.md").read_text().startswith("# Soak benchmark")
     assert set(report) == SOAK_KEYS
     assert report["command"] == (
-        f"python -m bench soak --minutes 0.3 --listeners 3 --interval 3 --url {server.url} "
-        f"--server-pid {server.process.pid} --out {tmp_path}"
+        f"python -m bench soak --minutes 0.3 --listeners 3 --interval 3 --files {SONNET} "
+        f"--url {server.url} --server-pid {server.process.pid} --out {tmp_path}"
     )
     assert report["audio_s"] == pytest.approx(18.0)
     # Timed from the first chunk's send, which comes once its 0.1 s of audio has passed;

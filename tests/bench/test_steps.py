@@ -8,7 +8,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from bench.recordings import EVAL_LONGFORM_EN, load_recording
+from bench.recordings import load_recording
 from bench.steps import SAMPLE_RATE, TimedTranscriber, config_with, step_through
 from engine.audio import Samples
 from engine.events import Word
@@ -17,8 +17,7 @@ from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
 from models.silero import SileroModel
 from models.whisper import FasterWhisperTranscriber
-
-SONNET = EVAL_LONGFORM_EN / "librivox_shakespeare_sonnet_001.wav"
+from tests.data import SONNET
 
 
 def test_overrides_are_typed_like_the_field() -> None:
@@ -78,4 +77,4 @@ def test_captions_are_dated_by_the_audio_heard() -> None:
     first = finals[0]
     drafts = [u for u in stepped.updates if u.state == "draft" and u.segment == first.segment]
     assert drafts and drafts[0].arrival < first.arrival
-    assert "fairest creatures" in stepped.text.lower()
+    assert "winters shall besiege" in stepped.text.lower()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import wave
@@ -24,6 +25,7 @@ from bench.translation_metrics import (
     text_score,
     translation_erasure,
 )
+from tests.data import DATA, ENGLISH_FLEURS_ID, FLORES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -200,7 +202,7 @@ def test_build_talk_puts_silence_between_clips_and_records_their_spans(tmp_path:
 
 
 @pytest.mark.model
-def test_short_run_report_has_every_field(tmp_path: Path, eval_dir: Path) -> None:
+def test_short_run_report_has_every_field(tmp_path: Path) -> None:
     command = [
         "translation",
         "--sentences", "20",
@@ -214,6 +216,7 @@ def test_short_run_report_has_every_field(tmp_path: Path, eval_dir: Path) -> Non
     completed = subprocess.run(
         [sys.executable, "-m", "bench", *command],
         cwd=REPO_ROOT,
+        env={**os.environ, "INTERP_SHARED_DIR": str(DATA)},  # the FLORES and FLEURS of tests/data
         capture_output=True,
         text=True,
         timeout=300,
@@ -237,7 +240,7 @@ def test_short_run_report_has_every_field(tmp_path: Path, eval_dir: Path) -> Non
     en_es, fr_en = report["text"]
     assert (en_es["source"], en_es["target"], en_es["modes"]) == ("en", "es", ["eng-spa"])
     assert fr_en["modes"] == ["fr-es", "spa-eng"]  # the pivot route
-    reference = flores_lines("es", 20)
+    reference = flores_lines("es", 20, FLORES)
     assert len(reference) == en_es["sentences"] == 20
     for route in (en_es, fr_en):
         # Apertium is weak but not random: FLORES scores are far above unrelated text.
@@ -248,7 +251,7 @@ def test_short_run_report_has_every_field(tmp_path: Path, eval_dir: Path) -> Non
     assert (lane["source"], lane["target"]) == ("en", "es")
     assert lane["final_backend"].startswith("apertium:")
     (clip,) = lane["clips"]
-    assert clip["clip"] == "fleurs-en-001"
+    assert clip["clip"] == ENGLISH_FLEURS_ID
     assert clip["hypothesis"].strip() and clip["reference"].strip()
     assert lane["bleu"] is not None and lane["chrf"] > 10.0
     assert lane["segments"] >= 1 and lane["missing_finals"] == 0

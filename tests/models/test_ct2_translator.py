@@ -20,22 +20,21 @@ import numpy as np
 import pytest
 
 from models.ct2_translator import CT2Model, CT2ModelError, CT2Translator, inspect_model
-from tests.support import EVAL
+from tests.data import flores_lines
 
-FLORES = EVAL / "mt_text" / "flores200_devtest"
 Layout = Literal["marian", "nllb", "m2m100", "hf"]
 NLLB_CODES = ["eng_Latn", "spa_Latn", "fra_Latn", "deu_Latn"]
 M2M_CODES = ["__en__", "__es__", "__fr__", "__de__"]
 SPECIALS = ["<unk>", "<s>", "</s>", "<pad>"]
 
 
-def train_sentencepiece(vocab_size: int = 200, sentences: int = 300) -> bytes:
+def train_sentencepiece(vocab_size: int = 200, sentences: int = 100) -> bytes:
     """A small unigram SentencePiece model trained on FLORES English and Spanish."""
     import sentencepiece as spm
 
     lines = []
-    for name in ("eng_Latn.devtest", "spa_Latn.devtest"):
-        lines += (FLORES / name).read_text(encoding="utf-8").splitlines()[:sentences]
+    for code in ("eng_Latn", "spa_Latn"):
+        lines += flores_lines(code, sentences)
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines),

@@ -1,5 +1,5 @@
 """The canonical language table: lookups, normalisation, and codes checked against the real
-model families (faster-whisper's language list, FLORES-200 file names, installed Apertium modes)."""
+model families (faster-whisper's language list, FLORES-200 codes, installed Apertium modes)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from faster_whisper.tokenizer import _LANGUAGE_CODES as WHISPER_CODES
 
 from engine import languages
 from engine.languages import Language, UnknownLanguage
-from tests.support import EVAL
+from tests.data import fleurs_clips
 
-FLORES_DIR = EVAL / "mt_text" / "flores200_devtest"
 APERTIUM_MODES = Path("/usr/share/apertium/modes")
 
 
@@ -93,12 +92,13 @@ def test_whisper_codes_are_ones_faster_whisper_knows() -> None:
     assert not missing
 
 
-def test_nllb_codes_name_the_flores_files() -> None:
-    files = sorted(FLORES_DIR.glob("*.devtest"))
-    assert len(files) == 8
-    for path in files:
-        lang = languages.get(path.stem)
-        assert lang.nllb == path.stem
+def test_nllb_codes_are_the_flores_codes() -> None:
+    # The FLEURS manifest keys each clip's human translations by FLORES-200 code, the names
+    # of the FLORES-200 devtest files: the eight languages of the evaluation set.
+    codes = {code for clip in fleurs_clips() for code in clip["translations"]}
+    assert len(codes) == 8
+    for code in codes:
+        assert languages.get(code).nllb == code
 
 
 # Mode names of the Debian pairs the project installs, and the languages they translate.

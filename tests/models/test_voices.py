@@ -3,7 +3,6 @@ project's own recogniser transcribes back (the audio is speech, not noise or sil
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -17,18 +16,13 @@ from engine.recognition.asr import DecodeOptions
 from models.catalog import ChecksumMismatch, ModelError, resolve_whisper
 from models.voices import JOE_FILES, VoiceBank, joe_voice_path, load_voice, voice_plan
 from models.whisper import FasterWhisperTranscriber
-from tests.support import EVAL
+from tests.data import voice_texts
 
 pytestmark = pytest.mark.model
 
 needs_espeak = pytest.mark.skipif(
     shutil.which("espeak-ng") is None, reason="Debian espeak-ng not installed"
 )
-
-
-def _translations(key: str, not_lang: str, count: int) -> list[str]:
-    rows = [json.loads(line) for line in (EVAL / "fleurs_st" / "manifest.jsonl").open()]
-    return [r["translations"][key] for r in rows if r["lang"] != not_lang][:count]
 
 
 def _round_trip(voice: object, texts: list[str], model: str, lang: str) -> float:
@@ -51,7 +45,7 @@ def test_bundled_english_voice_speaks_translations_that_transcribe_back() -> Non
     assert plan["en"].backend == "piper"
     voice = load_voice(plan["en"])
     assert voice.sample_rate == 22050
-    wer = _round_trip(voice, _translations("eng_Latn", "en", 4), "tiny.en", "en")
+    wer = _round_trip(voice, voice_texts("eng_Latn"), "tiny.en", "en")
     assert wer <= 0.15, wer
 
 
@@ -61,7 +55,7 @@ def test_espeak_spanish_fallback_speaks_recognisable_spanish() -> None:
     assert plan["es"].backend == "espeak"
     assert "zh" not in plan  # Debian 12's espeak-ng Mandarin is broken: no default voice
     voice = load_voice(plan["es"])
-    wer = _round_trip(voice, _translations("spa_Latn", "es", 3), "base", "es")
+    wer = _round_trip(voice, voice_texts("spa_Latn"), "base", "es")
     assert wer <= 0.5, wer
 
 

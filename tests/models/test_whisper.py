@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from bench.alignment import word_errors
-from bench.recordings import EVAL_LONGFORM_EN
 from bench.textnorm import normalise_words
 from engine.events import Word
 from engine.recognition.asr import DecodeOptions
 from models.catalog import resolve_whisper
 from models.whisper import FasterWhisperTranscriber
+from tests.data import SONNET
 
 START_S, END_S = 10.0, 28.0
 """The part of sonnet 2 the tests decode."""
@@ -35,7 +35,7 @@ def tiny_en_own_encoder() -> FasterWhisperTranscriber:
 
 @pytest.fixture(scope="module")
 def audio() -> np.ndarray:
-    with wave.open(str(EVAL_LONGFORM_EN / "librivox_shakespeare_sonnet_002.wav")) as w:
+    with wave.open(str(SONNET)) as w:
         pcm = w.readframes(w.getnframes())
     samples = np.frombuffer(pcm, np.int16).astype(np.float32) / 32768
     return samples[int(START_S * 16000) : int(END_S * 16000)]

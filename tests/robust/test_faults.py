@@ -24,8 +24,8 @@ from engine.audio import Samples
 from engine.events import Word
 from engine.recognition.asr import DecodeOptions
 from engine.stream import StreamLimits
+from tests.data import SONNET
 from tests.support import (
-    LONGFORM_EN,
     ServerProcess,
     create_session,
     free_port,
@@ -34,8 +34,6 @@ from tests.support import (
 )
 
 pytestmark = pytest.mark.model
-
-SONNET = LONGFORM_EN / "librivox_shakespeare_sonnet_002.wav"
 
 
 def ws_url(base: str, path: str) -> str:

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from tests.data import SONNET
 from tests.support import (
-    LONGFORM_EN,
     PresenterRun,
     ServerProcess,
     create_session,
@@ -35,7 +35,6 @@ from tests.support import (
 
 pytestmark = pytest.mark.model
 
-SONNET = LONGFORM_EN / "librivox_shakespeare_sonnet_002.wav"
 CLOSE_CODES = {1000, 1003, 1008, 1009, 1013}
 HTTP_STATUSES = {200, 201, 400, 401, 403, 404, 409, 413, 422, 429, 503}
 FUZZ = settings(

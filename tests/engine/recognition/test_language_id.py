@@ -3,7 +3,6 @@ identifier, and Whisper base's identification restricted to two languages on rea
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,7 +11,8 @@ import pytest
 from bench.talk import speech_start
 from engine.audio import SAMPLE_RATE
 from engine.recognition.language_id import DetectingRecognizer
-from tests.support import EVAL, read_wav
+from tests.data import SPEECH_BY_LANGUAGE
+from tests.support import read_wav
 
 
 class FakeRecognizer:
@@ -130,12 +130,15 @@ async def test_a_short_turn_is_detected_when_it_stops() -> None:
     assert await silent.finish() == [] and silent.language is None
 
 
-def _clip(lang: str) -> np.ndarray:
-    rows = [json.loads(line) for line in (EVAL / "asr_short" / "manifest.jsonl").open()]
-    row = next(r for r in rows if r["lang"] == lang)
-    pcm, rate = read_wav(EVAL / "asr_short" / row["audio"])
+def _first_speech(lang: str, seconds: float) -> np.ndarray:
+    """``seconds`` of a clip from where its speech starts (a FLEURS clip opens with up to
+    2.4 s of silence), as a live turn hands them to the detector."""
+    pcm, rate = read_wav(SPEECH_BY_LANGUAGE[lang])
     assert rate == SAMPLE_RATE
-    return np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
+    audio = np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
+    start, speech = speech_start(audio)
+    assert speech >= seconds, (lang, speech)
+    return audio[start : start + int(seconds * SAMPLE_RATE)]
 
 
 @pytest.mark.model
@@ -147,7 +150,7 @@ def test_whisper_base_identifies_the_spoken_one_of_two(lang: str, other: str) ->
     from models.whisper import FasterWhisperTranscriber
 
     model = FasterWhisperTranscriber(resolve_whisper("base"))
-    audio = _clip(lang)[: 3 * SAMPLE_RATE]  # the first seconds, as a live turn would
+    audio = _first_speech(lang, 3.0)
     scores = model.identify(audio, (other, lang))
     assert max(scores, key=scores.__getitem__) == lang, scores
     assert abs(sum(scores.values()) - 1.0) < 1e-6
