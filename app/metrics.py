@@ -93,6 +93,7 @@ class LiveCollector(Collector):
         counts = dict.fromkeys(SESSION_STATES, 0)
         listeners = 0
         lag = 0.0
+        shed = 0
         dropped = 0
         stale = 0
         for session in held:
@@ -100,6 +101,7 @@ class LiveCollector(Collector):
             listeners += services.hub.listener_count(session.code)
             if session.stream is not None and session.live:
                 lag = max(lag, session.stream.recognizer.backlog)
+                shed = max(shed, int(session.stream.shed))
                 dropped += session.stream.recognizer.skipped_drafts
             for translator in session.translators.values():
                 stale += translator.stats.drafts_stale + translator.stats.drafts_late
@@ -109,6 +111,12 @@ class LiveCollector(Collector):
         yield GaugeMetricFamily("interp_listeners", "Connected listeners", value=listeners)
         yield GaugeMetricFamily(
             "interp_lag_seconds", "Largest recognition backlog behind real time", value=lag
+        )
+        yield GaugeMetricFamily(
+            "interp_shedding_level",
+            "Highest shedding level of a live stream: 0 none, 1 context, 2 refine beam, "
+            "3 drafts (engine/recognition/shedding.py)",
+            value=shed,
         )
         pending = GaugeMetricFamily(
             "interp_worker_queue_depth",

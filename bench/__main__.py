@@ -63,6 +63,10 @@ COMMANDS: dict[str, Command] = {
         "bench.webrtc", "caption latency and WER over WebRTC versus the WebSocket, side by side"
     ),
     "peer": Command("bench.peer", "side by side with WhisperLiveKit"),
+    "detect": Command(
+        "bench.detect",
+        "automatic language detection against the language given, on FLEURS clips (WER)",
+    ),
     "steps": Command(
         "bench.steps", "compute-unaware replay in process: exact WER of recogniser settings"
     ),

@@ -42,6 +42,8 @@ class Tagged:
     """Relative to the evaluation directory (``../shared/eval``)."""
     speech: SpeechClass
     reference: Literal["human", "silver"] = "human"
+    punctuated: bool = False
+    """Its reference marks sentence ends (so spurious sentence breaks can be counted)."""
 
     def wav(self, eval_dir: Path = EVAL) -> Path:
         return eval_dir / self.path
@@ -52,11 +54,16 @@ class Tagged:
 
 
 DEVELOPMENT: tuple[Tagged, ...] = (
-    Tagged("longform/en/librivox_shakespeare_sonnet_001.wav", "read"),
-    Tagged("longform/en/librivox_shakespeare_sonnet_002.wav", "read"),
-    Tagged("longform/en/librivox_shakespeare_sonnet_003.wav", "read"),
-    Tagged("longform/en/earnings22_1_4482311_3_62.wav", "spontaneous"),
-    Tagged("longform/en/realtimestt_demo_monologue_SILVER.wav", "spontaneous", "silver"),
+    Tagged("longform/en/librivox_shakespeare_sonnet_001.wav", "read", punctuated=True),
+    Tagged("longform/en/librivox_shakespeare_sonnet_002.wav", "read", punctuated=True),
+    Tagged("longform/en/librivox_shakespeare_sonnet_003.wav", "read", punctuated=True),
+    Tagged("longform/en/earnings22_1_4482311_3_62.wav", "spontaneous", punctuated=True),
+    Tagged(
+        "longform/en/realtimestt_demo_monologue_SILVER.wav",
+        "spontaneous",
+        "silver",
+        punctuated=True,
+    ),
     Tagged("asr_short/en/mfa_spontaneous_acoustic_corpus.wav", "spontaneous"),
     Tagged("longform/en_conversational/SNG0072.wav", "conversational", "silver"),
     Tagged("longform/en_conversational/SNG0480.wav", "conversational", "silver"),

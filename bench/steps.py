@@ -30,6 +30,7 @@ from bench.metrics import CaptionUpdate, SendSchedule, distribution, word_latenc
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
 from bench.reference import DecodeSettings, cached_decode, timed_reference
+from bench.sentence_breaks import SentenceBreaks, sentence_breaks
 from bench.textnorm import normalise_words
 from engine.audio import SAMPLE_RATE, decode_pcm16
 from engine.events import Caption, Word
@@ -148,6 +149,7 @@ class ClassTally:
     offline: WordErrors | None = None
     shown: list[float | None] = field(default_factory=list)
     final: list[float | None] = field(default_factory=list)
+    breaks: SentenceBreaks | None = None
     files: int = 0
 
     def add(
@@ -156,11 +158,14 @@ class ClassTally:
         offline: WordErrors,
         shown: Sequence[float | None],
         final: Sequence[float | None],
+        breaks: SentenceBreaks | None,
     ) -> None:
         self.live = live if self.live is None else self.live + live
         self.offline = offline if self.offline is None else self.offline + offline
         self.shown.extend(shown)
         self.final.extend(final)
+        if breaks is not None:
+            self.breaks = breaks if self.breaks is None else self.breaks + breaks
         self.files += 1
 
     def row(self, name: str) -> str:
@@ -168,7 +173,8 @@ class ClassTally:
         ratio = self.live.wer / self.offline.wer if self.offline.wer else float("nan")
         return (
             f"| {name} | {self.files} | {self.live.wer:.3f} | {self.offline.wer:.3f} | "
-            f"{ratio:.2f} | {_p50_p95(self.shown)} | {_p50_p95(self.final)} |"
+            f"{ratio:.2f} | {_p50_p95(self.shown)} | {_p50_p95(self.final)} | "
+            f"{_breaks(self.breaks)} |"
         )
 
 
@@ -184,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(default: %(default)s; ignored with --files)",
     )
     parser.add_argument("--step", type=float, default=0.5, help="audio seconds per step")
+    parser.add_argument("--show-text", action="store_true", help="print each file's finals")
     parser.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--model", default="tiny.en")
     parser.add_argument("--full-window-drafts", action="store_true")
@@ -198,9 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = config_with(args.set)
     if args.files:
         wavs = resolve_wavs(args.files, EVAL_LONGFORM_EN)
-        tagged = [(wav, class_of(wav.stem) or "other") for wav in wavs]
+        tagged = [(wav, class_of(wav.stem) or "other", False) for wav in wavs]
     else:
-        tagged = [(t.wav(), t.speech) for t in of_classes(args.classes)]
+        tagged = [(t.wav(), t.speech, t.punctuated) for t in of_classes(args.classes)]
     model = FasterWhisperTranscriber(
         resolve_whisper(args.model),
         short_window=not args.full_window_drafts,
@@ -211,12 +218,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     vad = SileroModel(silero_vad_path())
     pool = WorkerPool("asr")
     print(
-        "| recording | class | WER | offline | segments | draft p50 / p95 s | final p50 / p95 s |\n"
-        "|---|---|---|---|---|---|---|"
+        "| recording | class | WER | offline | segments | draft p50 / p95 s | final p50 / p95 s "
+        "| spurious breaks / 100 words |\n|---|---|---|---|---|---|---|---|"
     )
     tallies: dict[str, ClassTally] = {}
     started = time.perf_counter()
-    for wav, speech in tagged:
+    for wav, speech, punctuated in tagged:
         recording = load_recording(wav)
         if recording.sample_rate != SAMPLE_RATE:
             raise SystemExit(f"{wav}: {recording.sample_rate} Hz, the replay takes 16 kHz")
@@ -229,17 +236,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         said = normalise_words(recording.reference_text)
         errors = word_errors(said, normalise_words(stepped.text))
         offline_errors = word_errors(said, normalise_words(offline.text))
+        breaks = sentence_breaks(recording.reference_text, stepped.text) if punctuated else None
         tallies.setdefault(speech, ClassTally()).add(
-            errors, offline_errors, latencies.shown, latencies.final
+            errors, offline_errors, latencies.shown, latencies.final, breaks
         )
         print(
             f"| {recording.id} | {speech} | {errors.wer:.3f} | {offline_errors.wer:.3f} | "
-            f"{stepped.segments} | {_p50_p95(latencies.shown)} | {_p50_p95(latencies.final)} |",
+            f"{stepped.segments} | {_p50_p95(latencies.shown)} | {_p50_p95(latencies.final)} | "
+            f"{_breaks(breaks)} |",
             flush=True,
         )
+        if args.show_text:
+            print(f"\n> {stepped.text}\n")
     print(
-        "\n| class | files | WER | offline | ratio | draft p50 / p95 s | final p50 / p95 s |\n"
-        "|---|---|---|---|---|---|---|"
+        "\n| class | files | WER | offline | ratio | draft p50 / p95 s | final p50 / p95 s "
+        "| spurious breaks / 100 words |\n|---|---|---|---|---|---|---|---|"
     )
     for speech, tally in tallies.items():
         print(tally.row(speech))
@@ -249,6 +260,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     pool.shutdown()
     return 0
+
+
+def _breaks(breaks: SentenceBreaks | None) -> str:
+    if breaks is None:
+        return "–"
+    return f"{breaks.per_100_words:.1f} ({breaks.spurious} of {breaks.hypothesis_breaks})"
 
 
 def _p50_p95(values: Sequence[float | None]) -> str:

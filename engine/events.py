@@ -96,6 +96,19 @@ class ErrorEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Shedding:
+    """A presenter stream fell behind and sheds work (engine/recognition/shedding.py):
+    ``level`` 0 (nothing shed) to 3, ``shed`` names what, in order. Published on a change;
+    the console shows "reduced accuracy" while the level is above 0."""
+
+    level: int
+    shed: tuple[str, ...] = ()
+    seq: int = 0
+    ts: float = 0.0
+    type: Literal["shedding"] = "shedding"
+
+
+@dataclass(frozen=True, slots=True)
 class SpeechAudio:
     """Spoken translation: one chunk of synthesised speech for a segment's final in ``lang``.
 
@@ -125,7 +138,7 @@ class SpeechAudio:
         return len(self.pcm) / 2 / self.sample_rate
 
 
-Event = Caption | StateChange | ErrorEvent | SpeechAudio
+Event = Caption | StateChange | ErrorEvent | Shedding | SpeechAudio
 
 
 def with_seq(event: Event, seq: int, ts: float = 0.0) -> Event:
@@ -189,6 +202,12 @@ def from_dict(data: dict[str, Any]) -> Event:
         return StateChange(**fields)
     if kind == "error":
         return ErrorEvent(**fields)
+    if kind == "shedding":
+        return Shedding(
+            int(fields["level"]),
+            tuple(fields.get("shed", ())),
+            **{k: v for k, v in fields.items() if k in ("seq", "ts")},
+        )
     if kind == "audio":
         return SpeechAudio(**{"pcm": b"", **fields})
     raise ValueError(f"unknown event type {kind!r}")

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.audio import SAMPLE_RATE, AudioFormatError, Samples, StreamResampler, decode_pcm16
-from engine.events import Caption, ErrorEvent, Event
+from engine.events import Caption, ErrorEvent, Event, Shedding
+from engine.recognition.shedding import Shed, shed_names
 from engine.refusals import Refusal, Refused
 from engine.telemetry import Observer
 from engine.translation.stage import SessionTranslator
@@ -55,6 +56,9 @@ class Recognizer(Protocol):
 
     @property
     def skipped_drafts(self) -> int: ...
+
+    @property
+    def shed(self) -> Shed: ...
 
     def push(self, samples: Samples) -> None: ...
 
@@ -101,6 +105,8 @@ class PresenterStream:
         self._arrivals: deque[tuple[float, float]] = deque(maxlen=4096)
         """(session audio time at the end of a message, monotonic arrival time)."""
         self.errors = 0
+        self.shed = Shed.NONE
+        """What the recogniser sheds now (published as a :class:`Shedding` on a change)."""
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"asr-{self.code}")
@@ -164,6 +170,9 @@ class PresenterStream:
             log.exception("recognition failed in session %s", self.code)
             await self._publish_event(ErrorEvent(f"recognition failed: {type(exc).__name__}"))
             return
+        if self.recognizer.shed != self.shed:
+            self.shed = self.recognizer.shed
+            await self._publish_event(Shedding(int(self.shed), shed_names(self.shed)))
         for event in events:
             numbered = await self._publish_event(event, arrived=self.arrival_of(event.end))
             if not isinstance(numbered, Caption):

@@ -24,7 +24,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine.events import Caption, Event, SessionState, SpeechAudio, StateChange, with_seq
+from engine.events import (
+    Caption,
+    Event,
+    SessionState,
+    Shedding,
+    SpeechAudio,
+    StateChange,
+    with_seq,
+)
 
 
 class ListenerTooSlow(Exception):
@@ -66,10 +74,10 @@ class ListenerQueue:
     def put(self, event: Event) -> None:
         if self._overflowed or self._closed:
             return
-        if isinstance(event, StateChange):
-            # Only the newest state and audience size matter.
-            for state in [i for i in self._items if isinstance(i, StateChange)]:
-                self._items.remove(state)
+        if isinstance(event, StateChange | Shedding):
+            # Only the newest state and audience size (or shedding level) matter.
+            for older in [i for i in self._items if type(i) is type(event)]:
+                self._items.remove(older)
         elif isinstance(event, Caption):
             key = (event.segment, event.lang)
             stale = [

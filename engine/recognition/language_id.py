@@ -24,6 +24,7 @@ import numpy as np
 from engine.audio import SAMPLE_RATE
 from engine.events import Caption
 from engine.recognition.recognizer import StreamingRecognizer
+from engine.recognition.shedding import Shed
 from engine.recognition.vad import WINDOW
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,10 @@ class DetectingRecognizer:
     @property
     def skipped_drafts(self) -> int:
         return self._inner.skipped_drafts if self._inner is not None else 0
+
+    @property
+    def shed(self) -> Shed:
+        return self._inner.shed if self._inner is not None else Shed.NONE
 
     def take_final_audio(self, segment: int) -> Samples | None:
         return self._inner.take_final_audio(segment) if self._inner is not None else None

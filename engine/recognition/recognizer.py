@@ -24,7 +24,7 @@ import functools
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -40,6 +40,13 @@ from engine.recognition.policy import (
     join_words,
     word_key,
 )
+from engine.recognition.punctuation import (
+    cannot_end_sentence,
+    continuing,
+    ends_sentence,
+    without_sentence_end,
+)
+from engine.recognition.shedding import Shed, SheddingRules, next_level
 from engine.recognition.vad import SpeechTimeline, StreamingVad
 
 T = TypeVar("T")
@@ -102,7 +109,10 @@ class RecognizerConfig:
     max_tokens_per_second: float = 8.0
     """Bounds every decode; speech rarely passes 5 tokens a second, loops do."""
     max_backlog_s: float = 2.0
-    """Past this much unprocessed audio, draft decodes are skipped until the backlog clears."""
+    """Past this much unprocessed audio, drafts are skipped until the backlog clears (the last
+    level of shedding, engine/recognition/shedding.py)."""
+    beam_backlog_s: float = 1.5
+    """Past this much, finals decode greedily (the second level of shedding)."""
     early_finals: bool = True
     """Make a segment's refine decode once its speech pauses, while the pause is still too
     short to close it, so that its final follows the close without a decode."""
@@ -116,8 +126,11 @@ class RecognizerConfig:
     refine_context_below_s: float = 99.0
     """Only a segment shorter than this hears the context: a longer one holds enough audio
     of its own, and its words should not wait for the prefix's decoder steps."""
+    sentence_pause_s: float = 0.4
+    """A segment's final ends a sentence only if the speech had paused this long when it was
+    made (and its last word can end one): engine/recognition/punctuation.py."""
     context_max_backlog_s: float = 1.0
-    """A step that begins further behind than this decodes its finals without the context:
+    """Past this much, finals decode without the context (the first level of shedding):
     the worker is shared (two presenters on one machine kept it 90% busy with finals that
     heard context), and a stream that waits for it sheds that cost first."""
 
@@ -131,12 +144,32 @@ class _Heard:
 
 
 @dataclass(frozen=True, slots=True)
+class _Refined:
+    """A refine decode's words, and whether it heard the finals before its segment."""
+
+    words: list[Word]
+    heard_context: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Final:
+    """A segment's final, held until its pause tells whether it ends a sentence."""
+
+    caption: Caption
+    start: float
+    """Where its segment began (context for the next refines)."""
+    cut: float
+    silence_before_cut: float
+    """The pause between its last speech and the cut."""
+
+
+@dataclass(frozen=True, slots=True)
 class _EarlyDecode:
     """The refine decode of a segment, made when its speech paused at ``speech_end``; it
     serves the segment's final if nothing but silence follows."""
 
     speech_end: float
-    words: list[Word]
+    refined: _Refined
 
 
 @dataclass(slots=True)
@@ -178,9 +211,11 @@ class StreamingRecognizer:
         self.processed_until = self._buffer.origin
         self._final_audio: dict[int, Samples] = {}
         self._heard: deque[_Heard] = deque()
-        self._behind = False
-        """Whether this step began over ``context_max_backlog_s`` behind: its finals hear no
-        context."""
+        self.shed = Shed.NONE
+        """What this stream sheds now because it is behind (engine/recognition/shedding.py)."""
+        self._shedding = SheddingRules(
+            self.config.context_max_backlog_s, self.config.beam_backlog_s, self.config.max_backlog_s
+        )
         self._last_draft_end = self._buffer.origin
         self._drafted_speech_end = self._buffer.origin
         """The VAD's speech end when the last draft was decoded: until speech goes on past
@@ -192,6 +227,9 @@ class StreamingRecognizer:
         """Finals that used their early decode (the rest of ``early_decodes`` were spent)."""
         self.context_misses = 0
         """Refine decodes that heard context and gave no words, so were made again without."""
+        self._mid_sentence = False
+        """The last final did not end a sentence: the next one continues it."""
+        self._held: _Final | None = None
 
     @property
     def received_until(self) -> float:
@@ -223,9 +261,9 @@ class StreamingRecognizer:
         """Process all audio that has arrived; return the captions it produced."""
         now = self._buffer.end
         backlog = now - self.processed_until
-        self._behind = backlog > self.config.context_max_backlog_s
+        self.shed = next_level(self.shed, backlog, self._shedding)
         await self._score(now)
-        events: list[Caption] = []
+        events: list[Caption] = self._release_held()
         # One segment closes per pause, in order, however much audio this step covers.
         while (cut := self._find_cut(now)) is not None:
             events.extend(await self._close(cut, self._segment.agreement.words()))
@@ -245,9 +283,7 @@ class StreamingRecognizer:
         ):
             pass  # too little speech yet, or nothing new heard since the last draft
         elif (
-            backlog > self.config.max_backlog_s
-            and seg.drafted
-            and now - seg.start < self.config.max_segment_s
+            self.shed >= Shed.DRAFTS and seg.drafted and now - seg.start < self.config.max_segment_s
         ):
             self.skipped_drafts += 1
         else:
@@ -267,8 +303,12 @@ class StreamingRecognizer:
                     seg.agreement.words(),
                     pad=0.4,
                     full_window=self.config.stop_refine_full_window,
+                    ended=True,
                 )
             )
+        if self._held is not None:  # the stream ended in its pause: it ends a sentence
+            held, self._held = self._held, None
+            events.append(self._settle(held, sentence_end=ends_sentence(held.caption.text)))
         self.processed_until = now
         return events
 
@@ -348,6 +388,8 @@ class StreamingRecognizer:
         text = join_words(shown)
         if not text or text == seg.last_draft:
             return []
+        if self._mid_sentence:
+            text = continuing(text, heard_context=False)
         seg.last_draft = text
         seg.drafted = True
         stable = len(join_words(seg.agreement.committed))
@@ -380,15 +422,15 @@ class StreamingRecognizer:
 
     async def _decode_early(self, speech_end: float, now: float) -> None:
         end = min(now, speech_end + self._cut_delay(now))
-        words = await self._refine_decode(end)
-        self._segment.early = _EarlyDecode(speech_end, words)
+        refined = await self._refine_decode(end)
+        self._segment.early = _EarlyDecode(speech_end, refined)
         self.early_decodes += 1
         # No draft of the same speech while the pause may still close the segment: it would
         # hold the worker when the final is due.
         self._drafted_speech_end = max(self._drafted_speech_end, speech_end)
 
-    def _early_words(self, cut: float) -> list[Word] | None:
-        """The early decode's words if it covers the segment up to ``cut``: only silence lies
+    def _early_decode(self, cut: float) -> _Refined | None:
+        """The early decode if it covers the segment up to ``cut``: only silence lies
         between the speech it heard and the cut."""
         early = self._segment.early
         if early is None or cut < early.speech_end:
@@ -397,7 +439,7 @@ class StreamingRecognizer:
         if after is not None and after[0] < cut:
             return None
         self.early_finals += 1
-        return early.words
+        return early.refined
 
     def _pause_needed(self, now: float) -> float:
         """How long a pause closes the open segment: short once it is long, or once it holds
@@ -438,7 +480,13 @@ class StreamingRecognizer:
         return None
 
     async def _close(
-        self, cut: float, hint: list[Word], *, pad: float = 0.0, full_window: bool | None = None
+        self,
+        cut: float,
+        hint: list[Word],
+        *,
+        pad: float = 0.0,
+        full_window: bool | None = None,
+        ended: bool = False,
     ) -> list[Caption]:
         """Finalise the open segment up to ``cut``; start the next one there.
 
@@ -449,43 +497,84 @@ class StreamingRecognizer:
         """
         seg = self._segment
         words = hint
+        heard_context = False
         if self._speech.speech_span(seg.start) is not None:
-            decoded = self._early_words(cut)
-            if decoded is None:
-                decoded = await self._refine_decode(cut, pad=pad, full_window=full_window)
-            decoded = anchor_to_hint(decoded, hint, self._unheard_words(hint, cut))
+            refined = self._early_decode(cut)
+            if refined is None:
+                refined = await self._refine_decode(cut, pad=pad, full_window=full_window)
+            decoded = anchor_to_hint(refined.words, hint, self._unheard_words(hint, cut))
             if decoded or not hint:
                 words = decoded
+                heard_context = refined.heard_context
         text = join_words(words)
-        events: list[Caption] = []
+        if text and self._mid_sentence:
+            text = continuing(text, heard_context=heard_context)
+        final: _Final | None = None
         if text or seg.drafted:
             start = hint[0].start if hint else seg.start
-            events.append(
-                Caption(
-                    segment=self._segment_id(),
-                    lang=self.config.language,
-                    source=True,
-                    state="final",
-                    text=text,
-                    start=max(seg.start, min(start, cut)),
-                    end=max(cut, seg.start),
-                    stable=len(text),
-                )
+            caption = Caption(
+                segment=self._segment_id(),
+                lang=self.config.language,
+                source=True,
+                state="final",
+                text=text,
+                start=max(seg.start, min(start, cut)),
+                end=max(cut, seg.start),
+                stable=len(text),
             )
+            speech_end = self._speech.speech_end_before(seg.start, cut)
+            final = _Final(caption, seg.start, cut, cut - (speech_end or cut))
             if self.config.keep_final_audio:
                 self._final_audio[seg.id] = self._buffer.slice(seg.start, cut).copy()
         if text:
-            self._context = f"{self._context} {text}".strip()[-4 * self.config.prompt_chars :]
-            self._heard.append(_Heard(seg.start, text))
+            self._heard.append(_Heard(seg.start, text))  # its text is settled with the final
         else:
             self._heard.clear()  # the next segment does not follow on from the last final
         self._segment = _Segment(cut)
         self._trim(cut - self.config.lead_in_s)
-        return events
+        released = self._release_held()  # a later segment closed: the speaker went on
+        if final is None:
+            return released
+        if ended:
+            return [*released, self._settle(final, sentence_end=True)]
+        self._held = final
+        return [*released, *self._release_held()]
+
+    def _release_held(self) -> list[Caption]:
+        """The held final, once its pause tells whether it ends a sentence: the pause has
+        lasted ``sentence_pause_s`` (it does, if its words say so too) or the speaker went on
+        (it does not). A final that cannot end a sentence goes at once."""
+        held = self._held
+        if held is None:
+            return []
+        paused = held.silence_before_cut + self._speech.silence_after(held.cut)
+        resumed = self._speech.speech_span(held.cut) is not None
+        text = held.caption.text
+        could_end = ends_sentence(text) and not cannot_end_sentence(text, self.config.language)
+        long_enough = paused >= self.config.sentence_pause_s
+        if could_end and not resumed and not long_enough:
+            return []  # wait: the next step tells
+        self._held = None
+        return [self._settle(held, sentence_end=could_end and long_enough)]
+
+    def _settle(self, final: _Final, *, sentence_end: bool) -> Caption:
+        """Publishable: the trailing sentence mark kept only at a sentence end; the text
+        becomes the context of what follows."""
+        caption = final.caption
+        text = caption.text if sentence_end else without_sentence_end(caption.text)
+        if text:
+            self._mid_sentence = not sentence_end
+            self._context = f"{self._context} {text}".strip()[-4 * self.config.prompt_chars :]
+        if text != caption.text:
+            caption = replace(caption, text=text, stable=len(text))
+            self._heard = deque(
+                _Heard(h.start, text) if h.start == final.start else h for h in self._heard
+            )
+        return caption
 
     async def _refine_decode(
         self, end: float, *, pad: float = 0.0, full_window: bool | None = None
-    ) -> list[Word]:
+    ) -> _Refined:
         """The careful decode of the open segment up to ``end`` that makes its final (beam
         ``refine_beam``, or greedy with ``refine`` off). Word timing is not needed (the
         caption spans the segment), so it skips the alignment pass; the hint anchors its end.
@@ -497,7 +586,7 @@ class StreamingRecognizer:
             self._decode,
             self._segment.start,
             end,
-            config.refine_beam if config.refine else config.draft_beam,
+            config.refine_beam if config.refine and self.shed < Shed.BEAM else config.draft_beam,
             timestamps=False,
             pad=pad,
             full_window=full_window,
@@ -509,13 +598,16 @@ class StreamingRecognizer:
             # ends at once (" ."): a whole FLEURS clip's final was lost so. The segment
             # alone is read again.
             self.context_misses += 1
-            words = await decode()
-        return words
+            return _Refined(await decode(), heard_context=False)
+        return _Refined(words, heard_context=bool(heard))
 
     def _context_for(self, end: float) -> list[_Heard]:
         """The recent finals a full-window refine up to ``end`` hears again: those that began
         within ``refine_context_s`` of the segment and leave the decode inside one window."""
-        if self._behind or end - self._segment.start >= self.config.refine_context_below_s:
+        if (
+            self.shed >= Shed.CONTEXT
+            or end - self._segment.start >= self.config.refine_context_below_s
+        ):
             return []
         earliest = max(self._segment.start - self.config.refine_context_s, end - CONTEXT_WINDOW_S)
         return [h for h in self._heard if h.start >= earliest]

@@ -105,6 +105,24 @@ class SpeechTimeline:
             return None
         return self._time(lo + int(hits[0])), self._time(lo + int(hits[-1]) + 1)
 
+    def speech_end_before(self, start: float, end: float) -> float | None:
+        """End of the last speech window that starts at or after ``start`` and ends by
+        ``end``; None if there is none."""
+        lo, flags = self._span(start)
+        hi = max(0, min(len(flags), self._index(end) - lo))
+        hits = np.flatnonzero(flags[:hi])
+        if hits.size == 0:
+            return None
+        return self._time(lo + int(hits[-1]) + 1)
+
+    def silence_after(self, time: float) -> float:
+        """Seconds from ``time`` to the next speech window (or to the end of what was scored,
+        if none came yet)."""
+        lo, flags = self._span(time)
+        hits = np.flatnonzero(flags)
+        until = self._time(lo + int(hits[0])) if hits.size else self.end
+        return max(0.0, until - time)
+
     def first_pause(
         self,
         start: float,

@@ -293,7 +293,10 @@ async def steps_with_calls(
 async def test_final_follows_the_pause_without_a_decode_of_its_own(early: bool) -> None:
     # A 0.2 s short pause leaves 0.1 s between the early decode and the cut: a 0.1 s step
     # always lands in it.
-    recognizer, transcriber = make_recognizer(early_finals=early, short_pause_s=0.2)
+    # (No sentence pause: a final that may end a sentence would wait for it.)
+    recognizer, transcriber = make_recognizer(
+        early_finals=early, short_pause_s=0.2, sentence_pause_s=0.0
+    )
     steps = await steps_with_calls(recognizer, transcriber, make_audio(7.0), 0.1)
     closing = [(events, calls) for events, calls in steps if finals(events)]
     assert [finals(events) for events, _ in closing] == [

@@ -1,0 +1,111 @@
+"""Real sentence ends only (engine/recognition/punctuation.py and the recogniser's use of it).
+
+The recogniser test speaks a scripted talk whose speaker pauses inside phrases: Whisper (the
+fake) ends every segment it hears alone with a full stop and starts the next with a capital,
+as tiny.en does on an earnings call ("Further. More of financial profile")."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from engine.audio import SAMPLE_RATE
+from engine.events import Caption, Word
+from engine.recognition.asr import DecodeOptions
+from engine.recognition.punctuation import (
+    cannot_end_sentence,
+    continuing,
+    ends_sentence,
+    without_sentence_end,
+)
+from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
+from tests.engine.recognition.test_recognizer import FakeVad, run_inline
+
+
+def test_sentence_marks_and_words_that_cannot_end_one() -> None:
+    assert ends_sentence("It grew.") and ends_sentence("Really?”") and not ends_sentence("and,")
+    assert without_sentence_end("In the previous.") == "In the previous"
+    assert without_sentence_end("Wait...") == "Wait"
+    assert cannot_end_sentence("remains the.", "en") and cannot_end_sentence("We are.", "en")
+    assert not cannot_end_sentence("remains strong.", "en")
+    assert cannot_end_sentence("hemos visto a los.", "es")
+    assert not cannot_end_sentence("Gathered to.", "ja")  # no list for the language: no rule
+
+
+def test_a_continuation_starts_in_lower_case_unless_the_word_needs_a_capital() -> None:
+    assert continuing("More of our profile", heard_context=False) == "more of our profile"
+    assert continuing(" Gathered to review", heard_context=False) == " gathered to review"
+    assert continuing("I hope so", heard_context=False) == "I hope so"
+    assert continuing("TeamViewer grew", heard_context=False) == "TeamViewer grew"
+    assert continuing("Zoom calls", heard_context=True) == "Zoom calls"  # Whisper knew
+
+
+# (word, start, end): "We are" | 0.3 s pause | "gathered to" | 1.0 s pause | "review the
+# results." | 0.2 s pause | "revenue grew." | 1.2 s pause
+TALK = [
+    ("We", 0.2, 0.5),
+    ("are", 0.6, 1.0),
+    ("gathered", 1.3, 1.8),
+    ("to", 1.9, 2.1),
+    ("review", 3.1, 3.6),
+    ("the", 3.7, 3.8),
+    ("results.", 3.9, 4.6),
+    ("revenue", 4.8, 5.4),
+    ("grew.", 5.5, 6.2),
+]
+SPEECH = [(0.2, 1.0), (1.3, 2.1), (3.1, 4.6), (4.8, 6.2)]
+
+
+class EveryPieceASentence:
+    """Reads the scripted words inside the audio; like Whisper on a piece heard alone, it
+    ends the last with a full stop, and capitalises the first unless it heard a sentence
+    that goes on before it (its prefix)."""
+
+    name = "fake"
+    multilingual = False
+
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+        start = abs(float(audio[0])) * 1000.0
+        end = start + len(audio) / SAMPLE_RATE
+        words = [(w, s - start, e - start) for w, s, e in TALK if s >= start - 0.05 and e <= end]
+        if options.prefix:
+            words = words[len(options.prefix.split()) :]
+        out = [Word(f" {w}", s, e) for w, s, e in words]
+        if out and options.beam_size > 1:
+            first, last = out[0], out[-1]
+            if not options.prefix or options.prefix.endswith("."):  # a sentence begins
+                out[0] = Word(" " + first.text.strip().capitalize(), first.start, first.end)
+            if not last.text.endswith("."):
+                out[-1] = Word(out[-1].text + ".", last.start, last.end)
+        return out
+
+
+def talk_audio(duration: float) -> np.ndarray:
+    t = np.arange(int(duration * SAMPLE_RATE), dtype=np.float64) / SAMPLE_RATE
+    audio = -(t / 1000.0) - 1e-6
+    for lo, hi in SPEECH:
+        mask = (t >= lo) & (t < hi)
+        audio[mask] = t[mask] / 1000.0
+    return audio.astype(np.float32)
+
+
+async def test_only_real_sentence_ends_close_a_sentence() -> None:
+    counter = itertools.count()
+    recognizer = StreamingRecognizer(
+        EveryPieceASentence(),
+        FakeVad(),  # type: ignore[arg-type]
+        run_inline,
+        lambda: next(counter),
+        RecognizerConfig(short_pause_s=0.15, min_silence_s=0.25, min_close_speech_s=0.0),
+    )
+    audio = talk_audio(7.5)
+    events: list[Caption] = []
+    for i in range(0, len(audio), 1600):
+        recognizer.push(audio[i : i + 1600])
+        events.extend(await recognizer.step())
+    events.extend(await recognizer.finish())
+    finals = [e.text for e in events if e.is_final]
+    # "are" and "to" cannot end a sentence; after "results." the speaker went on within
+    # 0.2 s; "grew." is followed by the end of the talk.
+    assert finals == ["We are", "gathered to", "review the results", "revenue grew."]
