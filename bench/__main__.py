@@ -67,6 +67,10 @@ COMMANDS: dict[str, Command] = {
         "bench.detect",
         "automatic language detection against the language given, on FLEURS clips (WER)",
     ),
+    "routes": Command(
+        "bench.routes",
+        "every translation route of every pair on FLEURS clips, offline (BLEU, chrF)",
+    ),
     "steps": Command(
         "bench.steps", "compute-unaware replay in process: exact WER of recogniser settings"
     ),

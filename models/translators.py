@@ -15,6 +15,7 @@ from engine.workers import Workers
 from models.apertium import ApertiumBackend, available_routes
 from models.catalog import ModelError
 from models.ct2_translator import CT2Model, inspect_model
+from models.route_quality import measured_quality
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ def installed_routes(
         ct2_languages=languages,
         whisper_translate=whisper_translate,
         problems=problems,
+        measured=measured_quality(),
     )
 
 

@@ -8,8 +8,9 @@ Computed once at start-up from what is installed and configured:
 - speech translation into English by Whisper (``task="translate"``) for every source language
   the multilingual model knows, except en (nothing to do) and zh, ja (unusable: BLEU below 3).
 
-Preference for finals: Whisper-translate for X->en (about 6 BLEU better than
-transcribe-then-Apertium for es->en, MODELS.md), else a user CT2 model, else Apertium.
+Preference for finals: the best measured route of the pair (``python -m bench routes``,
+shipped as models/route_quality.json), else a user CT2 model, else Whisper-translate for
+X->en, else Apertium.
 Preference for drafts (each update of a segment is translated, so speed wins): Apertium, else
 a CT2 model (greedy), else none: a Whisper-translate route without a text route shows the
 source draft until the final.
@@ -31,19 +32,16 @@ BackendKind = Literal["apertium", "ct2", "whisper"]
 WHISPER_TRANSLATE_EXCLUDED = frozenset({"en", "zh", "ja"})
 """Sources Whisper base cannot translate into English usefully (MODELS.md: BLEU below 3)."""
 
-_APERTIUM_QUALITY = {
-    ("en", "es"): "FLORES-200 devtest BLEU 12.1, chrF 44.1",
-    ("es", "en"): "FLORES-200 devtest BLEU 11.9, chrF 46.5",
-    ("en", "fr"): "FLORES-200 devtest BLEU 14.5, chrF 47.1",
-    ("fr", "en"): "FLORES-200 devtest BLEU 15.2, chrF 49.1",
-}
-_WHISPER_QUALITY = {
-    "de": "FLEURS BLEU 18.7",
-    "fr": "FLEURS BLEU 7.4",
-    "es": "FLEURS BLEU 13.1",
-    "pt": "FLEURS BLEU 20.7",
-}
-_WHISPER_OVERALL = "FLEURS de/fr/es/pt->en: BLEU 15.2, chrF 44.8"
+
+@dataclass(frozen=True, slots=True)
+class Quality:
+    """What a route measured (``python -m bench routes``): corpus BLEU and chrF over
+    ``clips`` clips of ``set``."""
+
+    bleu: float
+    chrf: float
+    clips: int
+    set: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +61,35 @@ class Backend:
 
 
 @dataclass(frozen=True, slots=True)
+class Candidate:
+    """A backend that could make a pair's finals, with what it measured (None: not
+    measured here)."""
+
+    backend: Backend
+    quality: Quality | None = None
+
+    def as_json(self, default: bool) -> dict[str, Any]:
+        quality = self.quality
+        return {
+            **self.backend.as_json(),
+            "bleu": None if quality is None else quality.bleu,
+            "chrf": None if quality is None else quality.chrf,
+            "clips": None if quality is None else quality.clips,
+            "default": default,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class TranslationRoute:
     """How ``source`` is translated into ``target``: drafts (fast; ``None``: not translated,
-    the source draft shows until the final) and the final (best quality)."""
+    the source draft shows until the final) and the final (the best measured candidate)."""
 
     source: str
     target: str
     draft_backend: Backend | None
     final_backend: Backend
     note: str
+    candidates: tuple[Candidate, ...] = ()
 
     @property
     def speech_final(self) -> bool:
@@ -85,18 +103,40 @@ class TranslationRoute:
             "draft": self.draft_backend.as_json() if self.draft_backend else None,
             "final": self.final_backend.as_json(),
             "note": self.note,
+            "candidates": [c.as_json(c.backend == self.final_backend) for c in self.candidates],
         }
 
+    @property
+    def final_quality(self) -> Quality | None:
+        """What the default final route measured, if it was measured."""
+        return next((c.quality for c in self.candidates if c.backend == self.final_backend), None)
 
-def quality_note(backend: Backend, source: str, target: str) -> str:
-    """What is known about ``backend``'s quality for ``source -> target`` (MODELS.md)."""
-    if backend.kind == "apertium":
-        measured = _APERTIUM_QUALITY.get((source, target), "quality not measured here")
-        return f"Apertium {backend.ref}: {measured}"
+
+_NAMES = {"apertium": "Apertium", "whisper": "Whisper", "ct2": "CTranslate2 model"}
+
+
+def describe(candidate: Candidate) -> str:
+    """A candidate and its measured quality, for people (``GET /api/routes``, the home page)."""
+    backend = candidate.backend
+    what = f"{_NAMES[backend.kind]} {backend.ref}"
     if backend.kind == "whisper":
-        measured = _WHISPER_QUALITY.get(source, _WHISPER_OVERALL)
-        return f"Whisper {backend.ref} speech translation: {measured}"
-    return f"CTranslate2 model {backend.ref}: the user's model, quality not measured here"
+        what += " speech translation"
+    quality = candidate.quality
+    if quality is None:
+        return f"{what}: not measured here"
+    return (
+        f"{what}: BLEU {quality.bleu:.1f}, chrF {quality.chrf:.1f} ({quality.clips} FLEURS clips)"
+    )
+
+
+def choose_final(candidates: Iterable[Candidate]) -> Candidate:
+    """The default final route: the best measured chrF when every candidate was measured;
+    otherwise (a user's CTranslate2 model nobody measured, a pair without clips) the fixed
+    order Whisper-translate, CTranslate2, Apertium."""
+    ordered = sorted(candidates, key=lambda c: ("whisper", "ct2", "apertium").index(c.backend.kind))
+    if all(c.quality is not None for c in ordered):
+        return max(ordered, key=lambda c: c.quality.chrf if c.quality else 0.0)
+    return ordered[0]
 
 
 def _no_ct2_models(path: str) -> frozenset[str]:
@@ -122,13 +162,17 @@ class RouteTable:
             _no_ct2_models
         ),
         problems: Iterable[str] = (),
+        measured: Mapping[tuple[str, str, str], Quality] | None = None,
     ) -> RouteTable:
         """The table for what is installed: ``apertium`` as
         :func:`models.apertium.available_routes` returns it, ``ct2`` the user's models
         (``{"en-de": path}`` or ``{"*": path}``) with ``ct2_languages`` giving the languages
         of each model path, ``whisper_translate`` the multilingual Whisper model that
         translates speech into English (``"base"``; ``None``: off). ``problems``: configured
-        models already found unusable (:func:`models.translators.installed_routes`)."""
+        models already found unusable (:func:`models.translators.installed_routes`).
+        ``measured``: ``(source, target, backend kind) -> Quality`` (``bench routes``): each
+        pair's default final route is its best measured one (:func:`choose_final`)."""
+        measured = measured or {}
         if isinstance(ct2_languages, Mapping):
             ct2_languages = ct2_languages.__getitem__
         text: dict[tuple[str, str], dict[str, Backend]] = {}
@@ -151,16 +195,22 @@ class RouteTable:
             wanted |= {(code, "en") for code in whisper_sources()}
         routes = []
         for source, target in sorted(wanted):
-            found = text.get((source, target), {})
+            found = dict(text.get((source, target), {}))
             draft = found.get("apertium") or found.get("ct2")
             if whisper_translate is not None and target == "en" and source in whisper_sources():
-                final = Backend("whisper", whisper_translate)
-            else:
-                final = found.get("ct2") or found["apertium"]
-            note = f"final: {quality_note(final, source, target)}; draft: " + (
-                quality_note(draft, source, target) if draft else "none (source shown)"
+                found["whisper"] = Backend("whisper", whisper_translate)
+            candidates = tuple(
+                Candidate(backend, measured.get((source, target, kind)))
+                for kind, backend in found.items()
             )
-            routes.append(TranslationRoute(source, target, draft, final, note))
+            final = choose_final(candidates)
+            others = [describe(c) for c in candidates if c is not final]
+            note = f"final: {describe(final)}; draft: " + (
+                f"{_NAMES[draft.kind]} {draft.ref}" if draft else "none (source shown)"
+            )
+            if others:
+                note += "; also measured: " + "; ".join(others)
+            routes.append(TranslationRoute(source, target, draft, final.backend, note, candidates))
         return cls(routes, problems)
 
     def lookup(self, source: str, target: str) -> TranslationRoute | None:

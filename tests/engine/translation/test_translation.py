@@ -17,7 +17,15 @@ import pytest
 from engine.events import Caption, ErrorEvent, Event, Word
 from engine.recognition.asr import DecodeOptions
 from engine.translation.backends import PooledTranslator, TargetPlan, whisper_translate
-from engine.translation.routes import Backend, RouteTable, TranslationRoute, whisper_sources
+from engine.translation.routes import (
+    Backend,
+    Candidate,
+    Quality,
+    RouteTable,
+    TranslationRoute,
+    choose_final,
+    whisper_sources,
+)
 from engine.translation.sentences import SentenceRules
 from engine.translation.stage import SessionTranslator, TranslationConfig
 from engine.translation.text import PLACEHOLDER_BASE, Glossary, Terms, stabilise
@@ -198,7 +206,7 @@ def test_route_table_prefers_whisper_then_ct2_then_apertium(tmp_path: Path) -> N
     assert es_en is not None and es_en.speech_final
     assert es_en.final_backend == Backend("whisper", "base")
     assert es_en.draft_backend == Backend("apertium", "spa-eng")
-    assert "BLEU 13.1" in es_en.note and "chrF 46.5" in es_en.note
+    assert "not measured here" in es_en.note
     # Whisper final, no text route: no draft translation.
     ko_en = table.lookup("ko", "en")
     assert ko_en is not None and ko_en.draft_backend is None and ko_en.speech_final
@@ -217,10 +225,48 @@ def test_route_table_prefers_whisper_then_ct2_then_apertium(tmp_path: Path) -> N
     assert any("pt-en" in problem for problem in table.problems)
     data = json.loads(json.dumps(table.as_json()))
     fr = next(r for r in data["routes"] if (r["source"], r["target"]) == ("en", "fr"))
-    assert (
-        fr["final"] == {"kind": "apertium", "name": "eng-spa+es-fr"} and "chrF 47.1" in fr["note"]
-    )
+    assert fr["final"] == {"kind": "apertium", "name": "eng-spa+es-fr"}
+    assert fr["candidates"] == [
+        {
+            "kind": "apertium",
+            "name": "eng-spa+es-fr",
+            "bleu": None,
+            "chrf": None,
+            "clips": None,
+            "default": True,
+        }
+    ]
     assert "en" not in whisper_sources() and {"de", "es", "fr", "pt"} <= whisper_sources()
+
+
+def test_the_default_final_route_is_the_best_measured_one() -> None:
+    measured = {
+        ("fr", "en", "whisper"): Quality(bleu=7.4, chrf=30.1, clips=10),
+        ("fr", "en", "apertium"): Quality(bleu=15.0, chrf=45.0, clips=10),
+        ("es", "en", "whisper"): Quality(bleu=13.1, chrf=46.0, clips=10),
+        ("es", "en", "apertium"): Quality(bleu=11.9, chrf=44.0, clips=10),
+    }
+    table = RouteTable.build(
+        apertium=[*APERTIUM_ROUTES, ("fr", "en", ["fr-es", "spa-eng"])],
+        whisper_translate="base",
+        measured=measured,
+    )
+    fr_en = table.lookup("fr", "en")
+    assert fr_en is not None and fr_en.final_backend.kind == "apertium"
+    assert not fr_en.speech_final and fr_en.final_quality == measured[("fr", "en", "apertium")]
+    assert "chrF 45.0" in fr_en.note and "chrF 30.1" in fr_en.note
+    es_en = table.lookup("es", "en")
+    assert es_en is not None and es_en.final_backend.kind == "whisper"
+    defaults = [c["default"] for c in es_en.as_json()["candidates"]]
+    assert sorted(defaults) == [False, True]
+    # A user's model nobody measured: the fixed order, which puts it before Apertium.
+    chosen = choose_final(
+        [
+            Candidate(Backend("apertium", "spa-eng"), Quality(11.9, 44.0, 10)),
+            Candidate(Backend("ct2", "/m/opus-es-en")),
+        ]
+    )
+    assert chosen.backend.kind == "ct2"
 
 
 def test_route_table_of_installed_apertium_without_whisper() -> None:
@@ -229,7 +275,7 @@ def test_route_table_of_installed_apertium_without_whisper() -> None:
     table = RouteTable.build(apertium=available_routes())
     route = table.lookup("en", "es")
     assert route is not None and route.draft_backend == route.final_backend
-    assert route.final_backend.kind == "apertium" and "chrF 44.1" in route.note
+    assert route.final_backend.kind == "apertium" and "Apertium eng-spa" in route.note
     assert table.lookup("de", "en") is None
 
 
