@@ -74,13 +74,15 @@ def to_txt(finals: Sequence[Caption]) -> str:
 
 
 def to_json(finals: Sequence[Caption]) -> str:
-    """A JSON list of ``{segment, start, end, text}``: the captions as stored, times in seconds."""
+    """A JSON list of ``{segment, start, end, text}`` (and ``sources``, the source segments a
+    translation covers): the captions as stored, times in seconds."""
     items = [
         {
             "segment": c.segment,
             "start": _json_time(c.start),
             "end": _json_time(c.end),
             "text": c.text,
+            **({"sources": list(c.sources)} if c.sources else {}),
         }
         for c in finals
     ]

@@ -32,6 +32,18 @@ async def _listen(
                 continue
 
 
+def _covered(events: list[dict[str, object]], lang: str) -> list[list[int]]:
+    """The source segments each translation final in ``lang`` covers, in arrival order."""
+    return [
+        [int(s) for s in e.get("sources") or [e["segment"]]]  # type: ignore[attr-defined]
+        for e in events
+        if e.get("type") == "caption"
+        and e.get("state") == "final"
+        and e.get("lang") == lang
+        and e.get("source") is False
+    ]
+
+
 def _finals(events: list[dict[str, object]], lang: str, source: bool) -> dict[int, str]:
     return {
         int(e["segment"]): str(e["text"])  # type: ignore[call-overload]
@@ -69,7 +81,7 @@ async def test_spanish_listener_gets_a_spanish_final_for_every_source_final(
     source = {int(e["segment"]): e["text"] for e in run.finals() if e["source"]}  # type: ignore[call-overload]
 
     async def complete() -> None:
-        while set(_finals(spanish, "es", False)) != set(source):
+        while {s for sources in _covered(spanish, "es") for s in sources} != set(source):
             await asyncio.sleep(0.1)
 
     await asyncio.wait_for(complete(), 20)
@@ -77,25 +89,29 @@ async def test_spanish_listener_gets_a_spanish_final_for_every_source_final(
     stop.set()
     await asyncio.gather(*tasks)
     translated = _finals(spanish, "es", False)
-    # Every non-empty source final has a non-empty Spanish final, and it is Spanish.
-    assert all(translated[k] for k, v in source.items() if v)
+    # Translations are made from whole sentences: every source final is covered by exactly
+    # one Spanish final, in order, and a sentence with words has a Spanish text.
+    covered = _covered(spanish, "es")
+    assert sorted(s for sources in covered for s in sources) == sorted(source)
+    assert [sources[0] for sources in covered] == sorted(sources[0] for sources in covered)
+    assert len(covered) < len(source), "no final covered several segments of a sentence"
+    assert all(translated[sources[0]] for sources in covered if any(source[s] for s in sources))
     # The presenter's glossary term replaced Apertium's own translation.
     assert "INVIERNOS" in " ".join(translated.values()), translated
     text = " ".join(translated.values()).lower()
     assert sum(text.count(w) for w in (" el ", " la ", " de ", " y ", " tu ")) >= 5, text
-    # Drafts came first for at least some segments, and no draft follows its final.
-    for lang_events in (spanish,):
-        seen_final: set[int] = set()
-        for e in lang_events:
-            if e.get("type") != "caption" or e.get("source"):
-                continue
-            seg = int(e["segment"])  # type: ignore[call-overload]
-            assert not (e["state"] == "draft" and seg in seen_final), "draft after final"
-            if e["state"] == "final":
-                seen_final.add(seg)
-    assert any(e.get("state") == "draft" and e.get("lang") == "es" for e in spanish)
+    # No draft follows the final that covers its segment. (Streamed at 4x, the recogniser
+    # sheds drafts; translated drafts in real time are the translation bench's.)
+    seen_final: set[int] = set()
+    for e in spanish:
+        if e.get("type") != "caption" or e.get("source"):
+            continue
+        if e["state"] == "final":
+            seen_final.update(int(s) for s in e.get("sources") or [e["segment"]])  # type: ignore[attr-defined]
+        else:
+            assert int(e["segment"]) not in seen_final, "draft after final"  # type: ignore[call-overload]
     # The listener that switched without reconnecting reads Spanish too.
-    assert set(_finals(switcher, "es", False)) == set(source)
+    assert _covered(switcher, "es") == covered
     # The Spanish transcript is served and exported.
     txt = httpx.get(
         f"{server.url}/api/sessions/{session['code']}/transcript",
@@ -137,8 +153,10 @@ async def test_spanish_speech_gets_whisper_translated_english_finals(
     spanish_finals = [e for e in run.finals() if e["source"] and e["text"]]
     assert spanish_finals
 
+    said = {int(e["segment"]) for e in run.finals() if e["source"]}  # type: ignore[call-overload]
+
     async def complete() -> None:
-        while len(_finals(english, "en", False)) < len(spanish_finals):
+        while {s for sources in _covered(english, "en") for s in sources} != said:
             await asyncio.sleep(0.1)
 
     await asyncio.wait_for(complete(), 60)
