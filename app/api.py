@@ -48,7 +48,13 @@ async def json_body(request: Request) -> dict[str, Any] | JSONResponse:
 
 def session_facts(session: Session, services: Services) -> dict[str, Any]:
     record = session.record
+    speakers = [
+        {"id": s.id, "name": s.name, "language": s.language, "live": s.id in live}
+        for live in [{t.speaker_id for t in session.live_streams}]
+        for s in session.speakers
+    ]
     return {
+        "speakers": speakers,
         "code": record.code,
         "title": record.title,
         "source_language": record.source_language,
@@ -132,7 +138,7 @@ async def get_session(request: Request) -> Response:
     return JSONResponse(session_facts(session, services_of(request)))
 
 
-def _bearer(request: Request) -> str:
+def bearer(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     return token.strip() if scheme.lower() == "bearer" else ""
@@ -144,7 +150,7 @@ async def _presenter_session(request: Request) -> Session | JSONResponse:
     session = await session_or_404(request)
     if isinstance(session, JSONResponse):
         return session
-    check_credentials(session, _bearer(request))
+    check_credentials(session, bearer(request))
     return session
 
 
@@ -198,7 +204,7 @@ async def end_session(request: Request) -> Response:
     session = await session_or_404(request)
     if isinstance(session, JSONResponse):
         return session
-    await services_of(request).engine().presenting.end(session, _bearer(request))
+    await services_of(request).engine().presenting.end(session, bearer(request))
     return JSONResponse({"code": session.code, "state": session.state})
 
 

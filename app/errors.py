@@ -24,6 +24,9 @@ HTTP_STATUS: dict[Refusal, int] = {
     Refusal.SESSION_ENDED: 410,
     Refusal.ALREADY_LIVE: 409,
     Refusal.AT_CAPACITY: 503,
+    Refusal.BAD_REQUEST: 422,
+    Refusal.NOT_FOUND: 404,
+    Refusal.ALREADY_DECIDED: 409,
 }
 """HTTP status of each refusal (``POST .../end``, WebRTC offers)."""
 

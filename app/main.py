@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from app import api
+from app import api, panel_api
 from app.errors import EXCEPTION_HANDLERS
 from app.listen import listen_endpoint
 from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
@@ -256,6 +256,15 @@ def create_app(
         Route("/api/sessions/{code}/glossary", api.set_glossary, methods=["PUT"]),
         Route("/api/sessions/{code}/glossary", api.get_glossary, methods=["GET"]),
         Route("/api/sessions/{code}/transcript", api.get_transcript),
+        Route("/api/sessions/{code}/speakers", panel_api.add_speaker, methods=["POST"]),
+        Route("/api/sessions/{code}/whoami", panel_api.whoami),
+        Route("/api/sessions/{code}/questions", panel_api.ask, methods=["POST"]),
+        Route("/api/sessions/{code}/questions", panel_api.list_questions, methods=["GET"]),
+        Route(
+            "/api/sessions/{code}/questions/{question}/{decision:str}",
+            panel_api.decide,
+            methods=["POST"],
+        ),
         Route("/api/sessions/{code}/qr.svg", api.qr_code),
         Route("/api/sessions/{code}/webrtc/offer", offer_endpoint, methods=["POST"]),
         Route("/api/webrtc/config", config_endpoint),

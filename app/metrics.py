@@ -99,10 +99,10 @@ class LiveCollector(Collector):
         for session in held:
             counts[session.state] = counts.get(session.state, 0) + 1
             listeners += services.hub.listener_count(session.code)
-            if session.stream is not None and session.live:
-                lag = max(lag, session.stream.recognizer.backlog)
-                shed = max(shed, int(session.stream.shed))
-                dropped += session.stream.recognizer.skipped_drafts
+            for stream in session.live_streams:
+                lag = max(lag, stream.recognizer.backlog)
+                shed = max(shed, int(stream.shed))
+                dropped += stream.recognizer.skipped_drafts
             for translator in session.translators.values():
                 stale += translator.stats.drafts_stale + translator.stats.drafts_late
         for state, value in counts.items():

@@ -36,6 +36,9 @@ CLOSE_CODE: dict[Refusal, int] = {
     Refusal.SESSION_ENDED: 1008,
     Refusal.ALREADY_LIVE: 1013,
     Refusal.AT_CAPACITY: 1013,
+    Refusal.BAD_REQUEST: 1003,
+    Refusal.NOT_FOUND: 1008,
+    Refusal.ALREADY_DECIDED: 1008,
 }
 """The close code of each refusal (docs/protocol.md)."""
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 CaptionState = Literal["draft", "final"]
+QuestionState = Literal["held", "accepted", "rejected"]
 SessionState = Literal["waiting", "live", "paused", "ended"]
 """``waiting`` until the first stream, ``live`` while one streams, ``paused`` after it
 stopped, ``ended`` for good."""
@@ -109,6 +110,23 @@ class Shedding:
 
 
 @dataclass(frozen=True, slots=True)
+class Question:
+    """A question from the floor (engine/questions.py): ``text`` in ``lang`` as asked,
+    ``translation`` into the session's language for the moderator. Only the presenter's own
+    views receive it (never the audience); an accepted one is then said as a caption of the
+    speaker "Audience"."""
+
+    id: str
+    lang: str
+    text: str
+    translation: str = ""
+    state: QuestionState = "held"
+    seq: int = 0
+    ts: float = 0.0
+    type: Literal["question"] = "question"
+
+
+@dataclass(frozen=True, slots=True)
 class SpeechAudio:
     """Spoken translation: one chunk of synthesised speech for a segment's final in ``lang``.
 
@@ -138,7 +156,7 @@ class SpeechAudio:
         return len(self.pcm) / 2 / self.sample_rate
 
 
-Event = Caption | StateChange | ErrorEvent | Shedding | SpeechAudio
+Event = Caption | StateChange | ErrorEvent | Shedding | Question | SpeechAudio
 
 
 def with_seq(event: Event, seq: int, ts: float = 0.0) -> Event:
@@ -202,6 +220,8 @@ def from_dict(data: dict[str, Any]) -> Event:
         return StateChange(**fields)
     if kind == "error":
         return ErrorEvent(**fields)
+    if kind == "question":
+        return Question(**fields)
     if kind == "shedding":
         return Shedding(
             int(fields["level"]),

@@ -15,7 +15,7 @@ from engine.events import Caption, Event
 from engine.publisher import Publisher
 from engine.session import Session, SessionPorts
 from engine.speech.resources import Speech
-from engine.store.base import SessionRecord
+from engine.store.base import SessionRecord, SpeakerRecord
 from engine.translation.resources import Translation
 
 
@@ -36,10 +36,16 @@ class SessionFactory:
         self.stages = stages
 
     async def build(
-        self, record: SessionRecord, *, last_seq: int = 0, finals: Sequence[Caption] = ()
+        self,
+        record: SessionRecord,
+        *,
+        last_seq: int = 0,
+        finals: Sequence[Caption] = (),
+        speakers: Sequence[SpeakerRecord] = (),
     ) -> Session:
-        """The session of ``record``, its numbering continuing after ``last_seq`` and its
-        history holding ``finals`` (a session loaded back from the store)."""
+        """The session of ``record``, its numbering continuing after ``last_seq``, its
+        history holding ``finals`` and its panel ``speakers`` (a session loaded back from
+        the store)."""
         ports = self.ports
         ports.hub.open(record.code, last_seq, finals)
         publisher = Publisher(record.code, ports.hub, ports.store, ports.store_pool, ports.observer)
@@ -64,5 +70,11 @@ class SessionFactory:
             {} if translation is None else await translation.stage(offered, publish_translation)
         )
         return Session(
-            record, ports, publisher, translators=translators, speaker=speaker, finals=finals
+            record,
+            ports,
+            publisher,
+            translators=translators,
+            speaker=speaker,
+            finals=finals,
+            speakers=speakers,
         )

@@ -21,7 +21,7 @@ from engine.recognition.resources import Recognition
 from engine.refusals import Refusal, Refused
 from engine.registry import SessionRegistry
 from engine.session import AUTO, Session
-from engine.store.base import verify_token
+from engine.store.base import SpeakerRecord, verify_token
 from engine.stream import PresenterStream, StreamLimits
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class StartRequest:
     sample_rate: int
     language: str | None = None
     """A language code, ``"auto"`` (detect among the session's languages) or None (the
-    session's own language)."""
+    speaker's own language)."""
     finals: FinalsMode = "careful"
     """``"fast"``: finals decode in the short window (a conversation turn, where someone
     waits for each final)."""
@@ -52,6 +52,16 @@ def check_credentials(session: Session, token: str | None) -> None:
         raise Refused(Refusal.NO_CREDENTIALS, "presenter token required")
     if not verify_token(session.record, token):
         raise Refused(Refusal.BAD_CREDENTIALS, "wrong presenter token")
+
+
+def speaker_of(session: Session, token: str | None) -> SpeakerRecord:
+    """The speaker (the presenter, or a panel's speaker) whose token this is."""
+    if not token:
+        raise Refused(Refusal.NO_CREDENTIALS, "presenter or speaker token required")
+    speaker = session.speaker_with_token(token)
+    if speaker is None:
+        raise Refused(Refusal.BAD_CREDENTIALS, "wrong presenter token")
+    return speaker
 
 
 class Presentation:
@@ -88,7 +98,7 @@ class Presentation:
         if not self.stream.finished:
             await self.stream.finish()
         await self.session.drain_translation()
-        if self.session.state == "live":
+        if self.session.state == "live" and not self.session.live:
             await self.session.set_state("paused")
         await self._hub.settle(self.session.code)  # a shared hub delivers by reading back
 
@@ -114,10 +124,10 @@ class Presenting:
     def live_streams(self) -> int:
         return self._registry.live_streams()
 
-    def language_of(self, session: Session, requested: str | None) -> str:
+    def language_of(self, speaker: SpeakerRecord, requested: str | None) -> str:
         """The canonical language a stream will be in, ``"auto"``, or :class:`Refused`."""
         if requested is None:
-            return session.record.source_language
+            return speaker.language
         if requested == AUTO:
             return AUTO
         if not languages.is_known(requested):
@@ -128,17 +138,22 @@ class Presenting:
         return language
 
     async def start(self, session: Session, request: StartRequest) -> Presentation:
-        """Open a stream: the session goes live and recognises what it is sent."""
-        check_credentials(session, request.token)
+        """Open a stream of the speaker whose token the request carries: the session goes
+        live and recognises what it is sent."""
+        speaker = speaker_of(session, request.token)
         if not MIN_RATE <= request.sample_rate <= MAX_RATE:
             raise Refused(
                 Refusal.BAD_AUDIO, f"sample_rate must be an integer {MIN_RATE}-{MAX_RATE}"
             )
-        language = self.language_of(session, request.language)
+        language = self.language_of(speaker, request.language)
         if self.live_streams() >= self.max_live_streams:
             raise Refused(Refusal.AT_CAPACITY, "server is at its limit of live streams")
         stream = session.open_stream(
-            request.sample_rate, language, self.limits, fast_finals=request.finals == "fast"
+            speaker,
+            request.sample_rate,
+            language,
+            self.limits,
+            fast_finals=request.finals == "fast",
         )
         events = self._hub.subscribe(session.code, frozenset(), 0, counted=False)
         stream.start()
@@ -154,8 +169,8 @@ class Presenting:
         """End the session: finalise a stream still open, then mark it ended; it leaves
         memory after the registry's grace period."""
         check_credentials(session, token)
-        if session.stream is not None and not session.stream.finished:
-            await session.stream.finish()
+        for stream in session.live_streams:
+            await stream.finish()
         await session.drain_translation()
         await session.set_state("ended")
         self._registry.retire(session)
@@ -164,7 +179,7 @@ class Presenting:
         """Finalise every open stream so nothing said is lost, then close every session."""
         for session in self._registry:
             with contextlib.suppress(Exception):
-                if session.stream is not None and not session.stream.finished:
-                    await session.stream.finish()
+                for stream in session.live_streams:
+                    await stream.finish()
                 await session.drain_translation()
         await self._registry.close()

@@ -24,7 +24,12 @@ class Refusal(enum.Enum):
     ALREADY_LIVE = "already live"
     """Another stream is presenting in this session."""
     AT_CAPACITY = "at capacity"
-    """The server has as many live streams as it allows."""
+    """The server (or the session) has as many of something as it allows."""
+    BAD_REQUEST = "bad request"
+    """What was asked is malformed (an empty question, a name too long)."""
+    NOT_FOUND = "not found"
+    ALREADY_DECIDED = "already decided"
+    """A question the moderator already accepted or rejected."""
 
 
 class Refused(Exception):

@@ -109,7 +109,10 @@ class SessionRegistry:
             return None
         finals = await self._store_pool.run(self._store.finals, code)
         last_seq = await self._store_pool.run(self._store.last_seq, code)
-        session = await self._factory.build(record, last_seq=last_seq, finals=finals)
+        speakers = await self._store_pool.run(self._store.speakers, code)
+        session = await self._factory.build(
+            record, last_seq=last_seq, finals=finals, speakers=speakers
+        )
         self._sessions[code] = session
         if session.state == "ended":
             self.retire(session)

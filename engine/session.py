@@ -1,31 +1,51 @@
-"""A live session: its record and state, its stages, and the presenter's stream.
+"""A live session: its record and state, its speakers, its stages, and their streams.
 
-One pipeline per session however many listeners: the session recognises the presenter's
-audio once and publishes each event once (engine/publisher.py). A session is built whole by
+One pipeline per session however many listeners: the session recognises each speaker's audio
+once and publishes each event once (engine/publisher.py). A session is built whole by
 :class:`engine.factory.SessionFactory`; nothing is attached to it afterwards.
+
+Speakers: the presenter is the first; a panel adds more, each with a token of their own and a
+language. Each speaker has at most one live stream, and the session at most
+``MAX_LIVE_SPEAKERS`` at once. In a panel every caption names its speaker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import hmac
+import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from engine.audio import SAMPLE_RATE
 from engine.delivery.hub import Hub
-from engine.events import Caption, Event, SessionState, StateChange
+from engine.events import Caption, Event, Question, SessionState, Speaker, StateChange
 from engine.publisher import Publisher
+from engine.questions import AUDIENCE_ID, AUDIENCE_NAME, QuestionBox
+from engine.recognition.asr import DecodeOptions
 from engine.recognition.language_id import DetectingRecognizer
+from engine.recognition.policy import guard_repetitions, join_words
 from engine.recognition.recognizer import StreamingRecognizer
 from engine.recognition.resources import Recognition
 from engine.recognition.vad import StreamingVad
 from engine.refusals import Refusal, Refused
 from engine.speech.speaker import SessionSpeaker
-from engine.store.base import SessionRecord, SessionStore
+from engine.store.base import (
+    PRESENTER_ID,
+    SessionRecord,
+    SessionStore,
+    SpeakerRecord,
+    hash_token,
+    new_token,
+    presenter_speaker,
+)
 from engine.stream import PresenterStream, StreamLimits
 from engine.telemetry import Observer
+from engine.translation.sentences import ends_sentence
 from engine.translation.stage import SessionTranslator
 from engine.workers import WorkerPool
 
@@ -36,7 +56,18 @@ ANNOUNCE_INTERVAL = 0.5
 """Seconds over which audience-size changes are folded into one state event."""
 
 CONTEXT_CHARS = 800
-"""Recent final text kept per spoken language as the next stream's prompt."""
+"""Recent final text kept per speaker and spoken language as the next stream's prompt."""
+
+MAX_LIVE_SPEAKERS = 4
+"""Speakers of one session who may stream at the same time."""
+
+MAX_SPEAKERS = 12
+"""Speakers one session may have, the presenter included."""
+
+MAX_NAME = 60
+
+MAX_QUESTION_S = 30
+"""The longest spoken question heard (seconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +93,13 @@ class Session:
         translators: Mapping[str, SessionTranslator],
         speaker: SessionSpeaker | None,
         finals: Sequence[Caption] = (),
+        speakers: Sequence[SpeakerRecord] = (),
     ) -> None:
         """``translators``: one per language a stream may be in (every offered language may
         be spoken: a traveller's conversation changes language each turn). ``speaker``: the
         speech stage, or None where this process speaks nothing. ``finals``: what the
-        session said before (loaded from the store), to continue its numbering."""
+        session said before (loaded from the store), to continue its numbering.
+        ``speakers``: the panel's stored speakers (the presenter comes first anyway)."""
         self.record = record
         self.state: SessionState = record.state
         self._ports = ports
@@ -75,15 +108,19 @@ class Session:
         self.speaker = speaker
         self._next_segment = max((c.segment for c in finals), default=-1) + 1
         self.audio_time = max((c.end for c in finals), default=0.0)
-        self.contexts: dict[str, str] = {}
-        """Recent final text per spoken language: the next stream's prompt. Per language,
-        because Whisper follows its prompt's language (an English prompt made a Spanish
-        turn come out translated into English)."""
+        self.speakers: list[SpeakerRecord] = [presenter_speaker(record), *speakers]
+        self.contexts: dict[tuple[str, str], str] = {}
+        """Recent final text per speaker and spoken language: the next stream's prompt. Per
+        language, because Whisper follows its prompt's language (an English prompt made a
+        Spanish turn come out translated into English)."""
         for caption in finals:
             if caption.source:
-                text = f"{self.contexts.get(caption.lang, '')} {caption.text}".strip()
-                self.contexts[caption.lang] = text[-CONTEXT_CHARS:]
-        self.stream: PresenterStream | None = None
+                key = (caption.speaker.id if caption.speaker else PRESENTER_ID, caption.lang)
+                text = f"{self.contexts.get(key, '')} {caption.text}".strip()
+                self.contexts[key] = text[-CONTEXT_CHARS:]
+        self.streams: dict[str, PresenterStream] = {}
+        """Each speaker's stream (the newest one, live or finished)."""
+        self.questions = QuestionBox()
         self._glossary: dict[str, dict[str, str]] = {}
         self._announcer: asyncio.Task[None] | None = None
 
@@ -101,9 +138,50 @@ class Session:
         return self._ports.observer
 
     @property
+    def live_streams(self) -> list[PresenterStream]:
+        """The streams open now (not yet finalised)."""
+        return [stream for stream in self.streams.values() if not stream.finished]
+
+    @property
     def live(self) -> bool:
-        """Whether a presenter stream is open (not yet finalised)."""
-        return self.stream is not None and not self.stream.finished
+        """Whether any speaker's stream is open."""
+        return bool(self.live_streams)
+
+    @property
+    def panel(self) -> bool:
+        """Whether the session has more than one speaker (its captions name them)."""
+        return len(self.speakers) > 1
+
+    def speaker_with_token(self, token: str) -> SpeakerRecord | None:
+        """The speaker whose token this is (constant-time comparisons), or None."""
+        found = None
+        for speaker in self.speakers:
+            if hmac.compare_digest(hash_token(token), speaker.token_hash):
+                found = speaker
+        return found
+
+    def label(self, speaker_id: str) -> Speaker | None:
+        """What a caption of this speaker names, in a panel; None otherwise."""
+        if not self.panel:
+            return None
+        record = next((s for s in self.speakers if s.id == speaker_id), None)
+        return None if record is None else Speaker(record.id, record.name)
+
+    async def add_speaker(self, name: str, language: str) -> tuple[SpeakerRecord, str]:
+        """A new speaker of the panel and their token (the only time it is seen)."""
+        if len(self.speakers) >= MAX_SPEAKERS:
+            raise Refused(Refusal.AT_CAPACITY, f"a session has at most {MAX_SPEAKERS} speakers")
+        token = new_token()
+        speaker = SpeakerRecord(
+            id=secrets.token_hex(4),
+            name=name.strip()[:MAX_NAME] or f"Speaker {len(self.speakers) + 1}",
+            language=language,
+            token_hash=hash_token(token),
+            position=len(self.speakers),
+        )
+        await self._ports.store_pool.run(self._ports.store.add_speaker, self.code, speaker)
+        self.speakers.append(speaker)
+        return speaker, token
 
     @property
     def glossary(self) -> Mapping[str, Mapping[str, str]]:
@@ -177,26 +255,92 @@ class Session:
         if self.speaker is not None:
             await self.speaker.close()
 
+    async def ask(self, asker: str, lang: str, text: str) -> Question:
+        """Hold a question from the floor for the moderator, translated into the session's
+        language (engine/questions.py); raises :class:`Refused`."""
+        if lang not in self.offered:
+            raise Refused(Refusal.UNKNOWN_LANGUAGE, f"ask in one of {', '.join(self.offered)}")
+        translator = self.translators.get(lang)
+        source = self.record.source_language
+        translation = ""
+        if lang != source and translator is not None and text.strip():
+            translation = await translator.translate_text(source, text)
+        question = self.questions.ask(asker, lang, text, translation)
+        await self.publish(question)
+        return question
+
+    async def hear(self, lang: str, samples: np.ndarray) -> str:
+        """What a spoken question says (16 kHz mono float32, at most ``MAX_QUESTION_S``)."""
+        if len(samples) > MAX_QUESTION_S * SAMPLE_RATE:
+            raise Refused(Refusal.MESSAGE_TOO_BIG, f"a question lasts at most {MAX_QUESTION_S} s")
+        recognition = self._ports.recognition
+        transcriber = recognition.transcriber_for(lang)
+        if transcriber is None:
+            raise Refused(Refusal.NO_MODEL, f"no recognition model for {lang!r}")
+        options = DecodeOptions(
+            language=lang,
+            beam_size=5,
+            word_timestamps=False,
+            full_window=True,
+            max_new_tokens=int(8 * len(samples) / SAMPLE_RATE) + 8,
+        )
+        words = await recognition.pool.run(transcriber.transcribe, samples, options)
+        return join_words(guard_repetitions(words))
+
+    async def decide(self, question_id: str, accept: bool) -> Question:
+        """The moderator's decision; an accepted question is said, as "Audience", to
+        everyone in every language."""
+        question = self.questions.decide(question_id, "accepted" if accept else "rejected")
+        await self.publish(question)
+        if accept:
+            text = question.text if ends_sentence(question.text) else f"{question.text}?"
+            caption = Caption(
+                segment=self.next_segment(),
+                lang=question.lang,
+                source=True,
+                state="final",
+                text=text,
+                start=self.audio_time,
+                end=self.audio_time,
+                stable=len(text),
+                speaker=Speaker(AUDIENCE_ID, AUDIENCE_NAME),
+            )
+            said = await self.publish(caption)
+            translator = self.translators.get(question.lang)
+            if translator is not None and isinstance(said, Caption):
+                await translator.on_source(said)
+        return question
+
     def open_stream(
-        self, sample_rate: int, language: str, limits: StreamLimits, *, fast_finals: bool = False
+        self,
+        speaker: SpeakerRecord,
+        sample_rate: int,
+        language: str,
+        limits: StreamLimits,
+        *,
+        fast_finals: bool = False,
     ) -> PresenterStream:
-        """A presenter stream in ``language``, or ``"auto"``: whichever of the session's
+        """A stream of ``speaker`` in ``language``, or ``"auto"``: whichever of the session's
         offered languages is spoken, detected from the first speech. ``fast_finals``: finals
         decode in the short window, about half a second sooner with Whisper base and
         slightly less accurate (a conversation turn, where someone waits for each final).
-        Raises :class:`Refused` when the session cannot take a stream now."""
+        Raises :class:`Refused` when the session cannot take the stream now."""
         if self.state == "ended":
             raise Refused(Refusal.SESSION_ENDED, "session has ended")
-        if self.live:
+        current = self.streams.get(speaker.id)
+        if current is not None and not current.finished:
+            raise Refused(Refusal.ALREADY_LIVE, "this session is already live on another device")
+        if len(self.live_streams) >= MAX_LIVE_SPEAKERS:
             raise Refused(
-                Refusal.ALREADY_LIVE, "another stream is already presenting in this session"
+                Refusal.AT_CAPACITY,
+                f"at most {MAX_LIVE_SPEAKERS} speakers of a session may stream at once",
             )
         recognizer: StreamingRecognizer | DetectingRecognizer
         if language == AUTO:
-            recognizer = self._detecting_recognizer(fast_finals)
+            recognizer = self._detecting_recognizer(speaker.id, fast_finals)
         else:
-            recognizer = self._recognizer(language, self.audio_time, fast_finals)
-        self.stream = PresenterStream(
+            recognizer = self._recognizer(speaker.id, language, self.audio_time, fast_finals)
+        stream = PresenterStream(
             self.code,
             recognizer,
             sample_rate,
@@ -205,11 +349,14 @@ class Session:
             translators=self.translators,
             observer=self.observer,
             on_closed=self._stream_closed,
+            label=functools.partial(self.label, speaker.id),
+            speaker_id=speaker.id,
         )
-        return self.stream
+        self.streams[speaker.id] = stream
+        return stream
 
     def _recognizer(
-        self, language: str, start_time: float, fast_finals: bool = False
+        self, speaker_id: str, language: str, start_time: float, fast_finals: bool = False
     ) -> StreamingRecognizer:
         recognition = self._ports.recognition
         transcriber = recognition.transcriber_for(language)
@@ -227,10 +374,12 @@ class Session:
             self.next_segment,
             config,
             start_time=start_time,
-            context=self.contexts.get(language, ""),
+            context=self.contexts.get((speaker_id, language), ""),
         )
 
-    def _detecting_recognizer(self, fast_finals: bool = False) -> DetectingRecognizer:
+    def _detecting_recognizer(
+        self, speaker_id: str, fast_finals: bool = False
+    ) -> DetectingRecognizer:
         recognition = self._ports.recognition
         candidates = [c for c in self.offered if recognition.can_recognise(c)]
         identifier = recognition.identifier
@@ -250,12 +399,12 @@ class Session:
             return await pool.run(vad.process, audio)
 
         make: Callable[[str, float], StreamingRecognizer] = lambda language, start: (  # noqa: E731
-            self._recognizer(language, start, fast_finals)
+            self._recognizer(speaker_id, language, start, fast_finals)
         )
         return DetectingRecognizer(candidates, identify, make, score, start_time=self.audio_time)
 
     def _stream_closed(self, stream: PresenterStream) -> None:
-        self.audio_time = stream.recognizer.received_until
+        self.audio_time = max(self.audio_time, stream.recognizer.received_until)
         language = stream.recognizer.language
         if language is not None:
-            self.contexts[language] = stream.recognizer.context
+            self.contexts[(stream.speaker_id, language)] = stream.recognizer.context

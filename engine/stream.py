@@ -11,11 +11,11 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from engine.audio import SAMPLE_RATE, AudioFormatError, Samples, StreamResampler, decode_pcm16
-from engine.events import Caption, ErrorEvent, Event, Shedding
+from engine.events import Caption, ErrorEvent, Event, Shedding, Speaker
 from engine.recognition.shedding import Shed, shed_names
 from engine.refusals import Refusal, Refused
 from engine.telemetry import Observer
@@ -87,8 +87,14 @@ class PresenterStream:
         translators: Mapping[str, SessionTranslator],
         observer: Observer,
         on_closed: Callable[[PresenterStream], None],
+        label: Callable[[], Speaker | None] = lambda: None,
+        speaker_id: str = "presenter",
     ) -> None:
+        """``label``: who the stream's captions name (asked at each caption: a speaker
+        added to the session makes it a panel)."""
         self.code = code
+        self.speaker_id = speaker_id
+        self._label = label
         self.recognizer = recognizer
         self.limits = limits
         self._publish_event = publish
@@ -174,6 +180,9 @@ class PresenterStream:
             self.shed = self.recognizer.shed
             await self._publish_event(Shedding(int(self.shed), shed_names(self.shed)))
         for event in events:
+            speaker = self._label()
+            if speaker is not None:
+                event = replace(event, speaker=speaker)
             numbered = await self._publish_event(event, arrived=self.arrival_of(event.end))
             if not isinstance(numbered, Caption):
                 continue

@@ -27,6 +27,7 @@ from typing import Protocol
 from engine.events import (
     Caption,
     Event,
+    Question,
     SessionState,
     Shedding,
     SpeechAudio,
@@ -131,6 +132,8 @@ class Subscription:
         return event
 
     def offer(self, event: Event) -> None:
+        if isinstance(event, Question) and self.counted:
+            return  # questions from the floor go to the moderator's views only
         if wants(event, self.langs, self.audio):
             self.queue.put(event)
 

@@ -40,6 +40,27 @@ class SessionRecord:
     ended_at: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SpeakerRecord:
+    """One speaker of a panel session: who they are, what they speak, and the hash of the
+    token their microphone presents with. The presenter is the first speaker of every session
+    (not stored: made from the session's record, :func:`presenter_speaker`)."""
+
+    id: str
+    name: str
+    language: str
+    token_hash: str
+    position: int
+
+
+PRESENTER_ID = "presenter"
+
+
+def presenter_speaker(record: SessionRecord, name: str = "Presenter") -> SpeakerRecord:
+    """The presenter as the session's first speaker."""
+    return SpeakerRecord(PRESENTER_ID, name, record.source_language, record.token_hash, 0)
+
+
 class StoreError(Exception):
     """Base class of the errors this module raises."""
 
@@ -93,6 +114,14 @@ class SessionStore(Protocol):
 
     def last_seq(self, code: str) -> int:
         """The highest stored ``seq`` of the session, 0 when none."""
+        ...
+
+    def add_speaker(self, code: str, speaker: SpeakerRecord) -> None:
+        """Store a speaker of the session (its ``id`` unique in the session)."""
+        ...
+
+    def speakers(self, code: str) -> list[SpeakerRecord]:
+        """The session's stored speakers, by ``position`` (the presenter is not stored)."""
         ...
 
     def purge_ended_before(self, cutoff: float) -> int:

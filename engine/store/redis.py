@@ -19,6 +19,7 @@ connection error or timeout up to ``retries`` times, waiting 0.1 s doubling to 2
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ from engine.store.base import (
     CodeTaken,
     SessionExists,
     SessionRecord,
+    SpeakerRecord,
     UnknownSession,
     normalise_code,
 )
@@ -227,6 +229,22 @@ class RedisSessionStore:
         key = session_key(normalise_code(code), "finals")
         top = cast(list[Any], self._redis.zrevrange(key, 0, 0, withscores=True))
         return int(top[0][1]) if top else 0
+
+    def add_speaker(self, code: str, speaker: SpeakerRecord) -> None:
+        """Store a speaker of the session; :class:`UnknownSession` if there is none."""
+        norm = normalise_code(code)
+        if not self._redis.exists(session_key(norm, "rec")):
+            raise UnknownSession(f"no session with code {norm!r}")
+        body = json.dumps(dataclasses.asdict(speaker), ensure_ascii=False)
+        self._redis.hset(session_key(norm, "spk"), speaker.id, body)
+
+    def speakers(self, code: str) -> list[SpeakerRecord]:
+        """The session's stored speakers, by ``position``."""
+        table = cast(
+            dict[bytes, bytes], self._redis.hgetall(session_key(normalise_code(code), "spk"))
+        )
+        speakers = [SpeakerRecord(**json.loads(value)) for value in table.values()]
+        return sorted(speakers, key=lambda s: s.position)
 
     def purge_ended_before(self, cutoff: float) -> int:
         """Delete sessions whose last moment is before ``cutoff``, with every key they have

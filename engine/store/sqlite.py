@@ -22,6 +22,7 @@ from engine.store.base import (
     SchemaTooNew,
     SessionExists,
     SessionRecord,
+    SpeakerRecord,
     StoreError,
     UnknownSession,
     normalise_code,
@@ -86,6 +87,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE finals ADD COLUMN rev INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE finals ADD COLUMN sources TEXT",
         "ALTER TABLE finals ADD COLUMN speaker TEXT",
+    ),
+    (
+        # The speakers of a panel (the presenter, the first, is not stored).
+        """
+        CREATE TABLE speakers (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            language TEXT NOT NULL,
+            token_hash TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (session_id, id)
+        ) WITHOUT ROWID
+        """,
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -317,6 +332,33 @@ class SqliteSessionStore:
         )
         row = self._run(lambda conn: conn.execute(query, (normalise_code(code),)).fetchone())
         return int(row[0])
+
+    def add_speaker(self, code: str, speaker: SpeakerRecord) -> None:
+        """Store a speaker of the session; :class:`UnknownSession` if there is none."""
+        norm = normalise_code(code)
+        query = (
+            "INSERT INTO speakers (session_id, id, name, language, token_hash, position) "
+            "SELECT id, ?, ?, ?, ?, ? FROM sessions WHERE code = ?"
+        )
+        values = (
+            speaker.id,
+            speaker.name,
+            speaker.language,
+            speaker.token_hash,
+            speaker.position,
+            norm,
+        )
+        if self._run(lambda conn: conn.execute(query, values).rowcount) == 0:
+            raise UnknownSession(f"no session with code {norm!r}")
+
+    def speakers(self, code: str) -> list[SpeakerRecord]:
+        """The session's stored speakers, by ``position``."""
+        query = (
+            "SELECT k.id, k.name, k.language, k.token_hash, k.position FROM speakers k "
+            "JOIN sessions s ON s.id = k.session_id WHERE s.code = ? ORDER BY k.position"
+        )
+        rows = self._run(lambda conn: conn.execute(query, (normalise_code(code),)).fetchall())
+        return [SpeakerRecord(*row) for row in rows]
 
     def purge_ended_before(self, cutoff: float) -> int:
         """Delete old sessions and their finals; return how many sessions went.

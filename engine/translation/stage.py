@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 
 Publish = Callable[[Event], Awaitable[object]]
 
+COVERED_KEPT = 512
+"""Covered source segments a lane remembers; older ones count as covered."""
+
 
 @dataclass(frozen=True, slots=True)
 class TranslationConfig:
@@ -110,8 +113,10 @@ class _Lane:
         """The newest untranslated draft of each open segment, oldest segment first."""
         self.wake = asyncio.Event()
         self.finals: asyncio.Queue[_Closed | None] = asyncio.Queue()
-        self.covered_upto = -1
-        """Highest source segment a queued sentence covers: its drafts are never shown again."""
+        self.covered: OrderedDict[int, None] = OrderedDict()
+        """Source segments a queued sentence covers (the newest ``COVERED_KEPT``): their
+        drafts are never shown again. A set, not a high-water mark: in a panel, speakers'
+        sentences close out of segment order."""
         self.shown: dict[int, str] = {}
         """The translated draft shown for each open segment."""
         self.draft_source: dict[int, str] = {}
@@ -123,14 +128,23 @@ class _Lane:
         self.lock = asyncio.Lock()
         self.tasks: list[asyncio.Task[None]] = []
 
-    def forget_through(self, segment: int) -> None:
-        """A sentence final covers everything up to ``segment``: drop its drafts' state."""
-        self.covered_upto = max(self.covered_upto, segment)
-        for done in [s for s in self.pending if s <= segment]:
-            del self.pending[done]
-        for table in (self.shown, self.draft_source):
-            for done in [s for s in table if s <= segment]:
-                del table[done]
+    def cover(self, segments: Iterable[int]) -> int:
+        """A sentence final covers ``segments``: drop their drafts' state; how many pending
+        drafts were dropped."""
+        dropped = 0
+        for segment in segments:
+            self.covered[segment] = None
+            dropped += self.pending.pop(segment, None) is not None
+            self.shown.pop(segment, None)
+            self.draft_source.pop(segment, None)
+        while len(self.covered) > COVERED_KEPT:
+            self.covered.popitem(last=False)
+        return dropped
+
+    def is_covered(self, segment: int) -> bool:
+        return segment in self.covered or (
+            bool(self.covered) and segment < next(iter(self.covered))
+        )
 
 
 class SessionTranslator:
@@ -155,8 +169,9 @@ class SessionTranslator:
         self._glossary = glossary if isinstance(glossary, Glossary) else Glossary(glossary)
         self.config = config or TranslationConfig()
         self.stats = TranslationStats()
-        self._sentences = SentenceAssembler(self.config.sentences, self.config.context_chars)
-        self._pause: asyncio.Task[None] | None = None
+        self._sentences: dict[str, SentenceAssembler] = {}
+        """The open sentence of each speaker (a panel's speakers talk at once)."""
+        self._pauses: dict[str, asyncio.Task[None]] = {}
         self._closed = False
 
     @property
@@ -185,6 +200,17 @@ class SessionTranslator:
                 lane.reading = False
                 lane.pending.clear()
 
+    async def translate_text(self, target: str, text: str) -> str:
+        """``text`` translated into ``target`` by the route's text backend (its final one,
+        else its draft one); "" when the route has none (a question for the moderator)."""
+        lane = self._lanes.get(languages.normalise(target))
+        if lane is None:
+            return ""
+        backend = lane.plan.final or lane.plan.draft
+        if backend is None:
+            return ""
+        return await self._translate_text(backend, lane.target, text)
+
     def set_glossary(self, glossary: Mapping[str, Mapping[str, str]]) -> None:
         """Replace the presenter's glossary; applies to every translation from now on."""
         self._glossary = Glossary(glossary)
@@ -200,11 +226,17 @@ class SessionTranslator:
             for lane in self._lanes.values():
                 self._want_draft(lane, _Draft(caption, now))
             return
-        sentence = self._sentences.add(SourcePiece(caption, audio))
+        who = caption.speaker.id if caption.speaker is not None else ""
+        assembler = self._sentences.get(who)
+        if assembler is None:
+            assembler = SentenceAssembler(self.config.sentences, self.config.context_chars)
+            self._sentences[who] = assembler
+        sentence = assembler.add(SourcePiece(caption, audio))
         if sentence is not None:
+            self._stop_pause(who)
             self._enqueue(sentence)
             return
-        self._restart_pause()
+        self._restart_pause(who)
         # The open sentence shows translated drafts of its refined source until its final.
         refined = Caption(
             segment=caption.segment,
@@ -220,16 +252,17 @@ class SessionTranslator:
             self._want_draft(lane, _Draft(refined, now, refined=True))
 
     async def drain(self) -> None:
-        """Close the open sentence (the stream stopped) and wait until every sentence queued
+        """Close the open sentences (the stream stopped) and wait until every sentence queued
         so far has been published."""
-        self._close_sentence()
+        for who in list(self._sentences):
+            self._close_sentence(who)
         await asyncio.gather(*(lane.finals.join() for lane in self._lanes.values()))
 
     async def close(self) -> None:
         """Finish the queued finals, cancel drafts, stop every lane's tasks."""
         self._closed = True
-        if self._pause is not None:
-            self._pause.cancel()
+        for pause in self._pauses.values():
+            pause.cancel()
         for lane in self._lanes.values():
             lane.reading = False
             lane.pending.clear()
@@ -243,21 +276,25 @@ class SessionTranslator:
 
     # -- sentences ---------------------------------------------------------------------------
 
-    def _restart_pause(self) -> None:
-        if self._pause is not None:
-            self._pause.cancel()
-        self._pause = asyncio.create_task(self._close_after_pause(), name="mt-sentence-pause")
+    def _restart_pause(self, who: str) -> None:
+        self._stop_pause(who)
+        self._pauses[who] = asyncio.create_task(
+            self._close_after_pause(who), name="mt-sentence-pause"
+        )
 
-    async def _close_after_pause(self) -> None:
+    def _stop_pause(self, who: str) -> None:
+        pause = self._pauses.pop(who, None)
+        if pause is not None and pause is not asyncio.current_task():
+            pause.cancel()
+
+    async def _close_after_pause(self, who: str) -> None:
         await asyncio.sleep(self.config.sentences.pause_s)
-        self._pause = None
-        self._close_sentence()
+        self._close_sentence(who)
 
-    def _close_sentence(self) -> None:
-        if self._pause is not None:
-            self._pause.cancel()
-            self._pause = None
-        sentence = self._sentences.close()
+    def _close_sentence(self, who: str) -> None:
+        self._stop_pause(who)
+        assembler = self._sentences.get(who)
+        sentence = assembler.close() if assembler is not None else None
         if sentence is not None:
             self._enqueue(sentence)
 
@@ -265,9 +302,7 @@ class SessionTranslator:
         self.stats.sentences += 1
         closed = _Closed(sentence, time.perf_counter())
         for lane in self._lanes.values():
-            dropped = sum(1 for s in lane.pending if s <= sentence.segments[-1])
-            self.stats.drafts_late += dropped
-            lane.forget_through(sentence.segments[-1])
+            self.stats.drafts_late += lane.cover(sentence.segments)
             lane.finals.put_nowait(closed)
 
     # -- lanes ------------------------------------------------------------------------------
@@ -288,7 +323,7 @@ class SessionTranslator:
 
     def _want_draft(self, lane: _Lane, draft: _Draft) -> None:
         segment = draft.caption.segment
-        if not lane.reading or lane.plan.draft is None or segment <= lane.covered_upto:
+        if not lane.reading or lane.plan.draft is None or lane.is_covered(segment):
             return
         if segment in lane.pending:
             self.stats.drafts_stale += 1
@@ -330,7 +365,7 @@ class SessionTranslator:
     async def _show_draft(self, lane: _Lane, draft: _Draft, text: str) -> None:
         caption = draft.caption
         async with lane.lock:
-            if caption.segment <= lane.covered_upto or not lane.reading:
+            if lane.is_covered(caption.segment) or not lane.reading:
                 self.stats.drafts_late += 1
                 return
             previous = lane.shown.get(caption.segment, "")

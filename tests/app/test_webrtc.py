@@ -295,10 +295,10 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
         services = server.state["services"]
         live = await services.engine().registry.get(session["code"])
         for _ in range(100):
-            if live.stream is not None and live.stream.finished:
+            if not live.live:
                 break
             await asyncio.sleep(0.1)
-        assert live.stream is not None and live.stream.finished
+        assert live.streams and not live.live
         assert live.state == "paused"
         assert 2.5 < live.audio_time < 4.5, live.audio_time  # all 3 s (+ silence) was fed
         transcript = (

@@ -5,6 +5,7 @@ model and Whisper base speech translation end to end."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.events import Caption, ErrorEvent, Event, Word
+from engine.events import Caption, ErrorEvent, Event, Speaker, Word
 from engine.recognition.asr import DecodeOptions
 from engine.translation.backends import PooledTranslator, TargetPlan, whisper_translate
 from engine.translation.routes import (
@@ -733,3 +734,32 @@ async def test_whisper_translate_cuts_a_decoder_loop() -> None:
     finally:
         pool.shutdown()
     assert text == "He had to pass by a timebreak. 1"
+
+
+async def test_each_speaker_of_a_panel_has_a_sentence_of_their_own(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    translator = ScriptedTranslator("es")
+    published = Recorder()
+    session = SessionTranslator(
+        "en",
+        published,
+        {"es": plan_for("es", translator, pools("es"))},
+        config=TranslationConfig(hold_back_words=0),
+    )
+    session.set_languages({"es"})
+    ann, bob = Speaker("a", "Ann"), Speaker("b", "Bob")
+
+    def said(segment: int, text: str, who: Speaker) -> Caption:
+        return dataclasses.replace(final(segment, text), speaker=who)
+
+    # Interleaved in the order spoken: Ann's sentence spans 0 and 2, Bob's 1 and 3.
+    await session.on_source(said(0, "We grew", ann))
+    await session.on_source(said(1, "Costs fell", bob))
+    await session.on_source(said(2, "by ten percent.", ann))
+    await session.on_source(said(3, "a lot.", bob))
+    await session.drain()
+    finals = published.captions("es", "final")
+    assert [(c.sources, c.speaker) for c in finals] == [((0, 2), ann), ((1, 3), bob)]
+    assert finals[0].text == "es:We es:grew es:by es:ten es:percent."
+    await session.close()
