@@ -10,8 +10,9 @@ profile"). Two rules undo that where the speaker only paused:
   final until the pause has lasted ``sentence_pause_s`` (the sentence ended) or the speaker
   goes on (it did not). Otherwise the mark is dropped (a question mark too).
 - A final that continues a sentence begins in lower case, unless its first word needs a
-  capital (``I``, a word with capitals inside, or a word Whisper capitalised while it heard
-  the sentence before it, when the decode had that context).
+  capital (``I``, a word with capitals inside). Whisper's own capital says nothing there:
+  its decode heard the text before it as decoded, false full stop included (shaping what
+  the decoder hears cost words: docs/metrics.md, "Sentence breaks").
 
 Pure text rules; the recogniser applies them when it closes a segment
 (engine/recognition/recognizer.py). docs/metrics.md, "Sentence breaks", measured them.
@@ -89,20 +90,16 @@ def without_sentence_end(text: str) -> str:
     return _TRAILING_END.sub("", text).rstrip()
 
 
-def continuing(text: str, *, heard_context: bool) -> str:
+def continuing(text: str) -> str:
     """``text`` as the continuation of a sentence: its first word in lower case unless it
-    needs a capital (module docstring). ``heard_context``: the decode heard the sentence
-    before it, so a capital it wrote is a real one."""
+    needs a capital (``I``, a word with capitals inside)."""
     stripped = text.lstrip()
     match = _WORD.match(stripped)
-    if match is None or heard_context:
+    if match is None:
         return text
     word = match.group(0)
-    if (
-        word.lower() in _KEEPS_CAPITAL
-        or not word[0].isupper()
-        or any(c.isupper() for c in word[1:])
-    ):
+    needs_capital = word.lower() in _KEEPS_CAPITAL or any(c.isupper() for c in word[1:])
+    if needs_capital or not word[0].isupper():
         return text
     lead = text[: len(text) - len(stripped)]
     return lead + word[0].lower() + stripped[1:]

@@ -145,10 +145,9 @@ class _Heard:
 
 @dataclass(frozen=True, slots=True)
 class _Refined:
-    """A refine decode's words, and whether it heard the finals before its segment."""
+    """A refine decode's words."""
 
     words: list[Word]
-    heard_context: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,7 +388,7 @@ class StreamingRecognizer:
         if not text or text == seg.last_draft:
             return []
         if self._mid_sentence:
-            text = continuing(text, heard_context=False)
+            text = continuing(text)
         seg.last_draft = text
         seg.drafted = True
         stable = len(join_words(seg.agreement.committed))
@@ -497,7 +496,6 @@ class StreamingRecognizer:
         """
         seg = self._segment
         words = hint
-        heard_context = False
         if self._speech.speech_span(seg.start) is not None:
             refined = self._early_decode(cut)
             if refined is None:
@@ -505,10 +503,8 @@ class StreamingRecognizer:
             decoded = anchor_to_hint(refined.words, hint, self._unheard_words(hint, cut))
             if decoded or not hint:
                 words = decoded
-                heard_context = refined.heard_context
-        text = join_words(words)
-        if text and self._mid_sentence:
-            text = continuing(text, heard_context=heard_context)
+        decoded_text = join_words(words)
+        text = continuing(decoded_text) if decoded_text and self._mid_sentence else decoded_text
         final: _Final | None = None
         if text or seg.drafted:
             start = hint[0].start if hint else seg.start
@@ -526,8 +522,12 @@ class StreamingRecognizer:
             final = _Final(caption, seg.start, cut, cut - (speech_end or cut))
             if self.config.keep_final_audio:
                 self._final_audio[seg.id] = self._buffer.slice(seg.start, cut).copy()
-        if text:
-            self._heard.append(_Heard(seg.start, text))  # its text is settled with the final
+        # The next decodes hear the text as decoded, its full stop too: forcing the shaped
+        # text instead cost words (docs/metrics.md, "Sentence breaks").
+        if decoded_text:
+            context = f"{self._context} {decoded_text}".strip()
+            self._context = context[-4 * self.config.prompt_chars :]
+            self._heard.append(_Heard(seg.start, decoded_text))
         else:
             self._heard.clear()  # the next segment does not follow on from the last final
         self._segment = _Segment(cut)
@@ -558,18 +558,13 @@ class StreamingRecognizer:
         return [self._settle(held, sentence_end=could_end and long_enough)]
 
     def _settle(self, final: _Final, *, sentence_end: bool) -> Caption:
-        """Publishable: the trailing sentence mark kept only at a sentence end; the text
-        becomes the context of what follows."""
+        """Publishable: the trailing sentence mark kept only at a sentence end."""
         caption = final.caption
         text = caption.text if sentence_end else without_sentence_end(caption.text)
         if text:
             self._mid_sentence = not sentence_end
-            self._context = f"{self._context} {text}".strip()[-4 * self.config.prompt_chars :]
         if text != caption.text:
             caption = replace(caption, text=text, stable=len(text))
-            self._heard = deque(
-                _Heard(h.start, text) if h.start == final.start else h for h in self._heard
-            )
         return caption
 
     async def _refine_decode(
@@ -598,8 +593,8 @@ class StreamingRecognizer:
             # ends at once (" ."): a whole FLEURS clip's final was lost so. The segment
             # alone is read again.
             self.context_misses += 1
-            return _Refined(await decode(), heard_context=False)
-        return _Refined(words, heard_context=bool(heard))
+            return _Refined(await decode())
+        return _Refined(words)
 
     def _context_for(self, end: float) -> list[_Heard]:
         """The recent finals a full-window refine up to ``end`` hears again: those that began

@@ -34,11 +34,10 @@ def test_sentence_marks_and_words_that_cannot_end_one() -> None:
 
 
 def test_a_continuation_starts_in_lower_case_unless_the_word_needs_a_capital() -> None:
-    assert continuing("More of our profile", heard_context=False) == "more of our profile"
-    assert continuing(" Gathered to review", heard_context=False) == " gathered to review"
-    assert continuing("I hope so", heard_context=False) == "I hope so"
-    assert continuing("TeamViewer grew", heard_context=False) == "TeamViewer grew"
-    assert continuing("Zoom calls", heard_context=True) == "Zoom calls"  # Whisper knew
+    assert continuing("More of our profile") == "more of our profile"
+    assert continuing(" Gathered to review") == " gathered to review"
+    assert continuing("I hope so") == "I hope so"
+    assert continuing("TeamViewer grew") == "TeamViewer grew"
 
 
 # (word, start, end): "We are" | 0.3 s pause | "gathered to" | 1.0 s pause | "review the
