@@ -24,8 +24,10 @@ HTTP_STATUS: dict[Refusal, int] = {
     Refusal.SESSION_ENDED: 410,
     Refusal.ALREADY_LIVE: 409,
     Refusal.AT_CAPACITY: 503,
+    Refusal.UNKNOWN_SEGMENT: 404,
+    Refusal.BAD_EDIT: 422,
 }
-"""HTTP status of each refusal (``POST .../end``, WebRTC offers)."""
+"""HTTP status of each refusal (every HTTP route and WebRTC offers)."""
 
 RETRY_AFTER_S = 5
 """What a 503 for loading models asks the client to wait."""

@@ -10,6 +10,8 @@ so one session's keys live together. Layout:
 - ``...:seq``     integer: the last ``seq`` handed out (shared by every node)
 - ``...:aud``     hash: each node's audience of the session (count, languages, speech)
 - ``...:presenter`` string: the node that holds the presenter's stream (with a TTL)
+- ``...:terms``   string: the session's term list (JSON, engine/terms.py)
+- ``...:editors`` set: the hashes of the session's editor tokens
 - ``...:e:<id>``  string: the ``seq`` an emitted event got (lets a retry find it; TTL)
 - ``interp:sid:<id>`` string: session id -> code; ``interp:sessions`` sorted set: codes by
   their last moment (``ended_at`` or ``created_at``), for retention.
@@ -22,7 +24,17 @@ import random
 
 PREFIX = "interp"
 SESSIONS_INDEX = f"{PREFIX}:sessions"
-SESSION_PARTS = ("rec", "finals", "events", "audio", "seq", "aud", "presenter")
+SESSION_PARTS = (
+    "rec",
+    "finals",
+    "events",
+    "audio",
+    "seq",
+    "aud",
+    "presenter",
+    "terms",
+    "editors",
+)
 
 
 def session_key(code: str, part: str) -> str:
