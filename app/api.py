@@ -15,6 +15,7 @@ from engine import languages, transcript
 from engine.presenting import check_credentials
 from engine.registry import TooManySessions
 from engine.session import Session
+from engine.terms import TermError, parse_terms
 
 MAX_TITLE = 200
 MAX_BODY = 16 * 1024
@@ -87,6 +88,10 @@ async def create_session(request: Request) -> Response:
         code = languages.normalise(target)
         if code != source and code not in normalised:
             normalised.append(code)
+    try:
+        terms = parse_terms(data.get("terms", []))
+    except TermError as exc:
+        return error(422, str(exc))
     unsupported = [t for t in normalised if t not in engine.routes.targets(source)]
     if unsupported:
         return error(
@@ -108,7 +113,7 @@ async def create_session(request: Request) -> Response:
         )
     try:
         session, token = await engine.registry.create(
-            title.strip() or "Untitled session", source, tuple(normalised)
+            title.strip() or "Untitled session", source, tuple(normalised), terms
         )
     except TooManySessions as exc:
         return error(503, str(exc))
@@ -132,7 +137,7 @@ async def get_session(request: Request) -> Response:
     return JSONResponse(session_facts(session, services_of(request)))
 
 
-def _bearer(request: Request) -> str:
+def bearer(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     return token.strip() if scheme.lower() == "bearer" else ""
@@ -144,7 +149,7 @@ async def _presenter_session(request: Request) -> Session | JSONResponse:
     session = await session_or_404(request)
     if isinstance(session, JSONResponse):
         return session
-    check_credentials(session, _bearer(request))
+    check_credentials(session, bearer(request))
     return session
 
 
@@ -198,7 +203,7 @@ async def end_session(request: Request) -> Response:
     session = await session_or_404(request)
     if isinstance(session, JSONResponse):
         return session
-    await services_of(request).engine().presenting.end(session, _bearer(request))
+    await services_of(request).engine().presenting.end(session, bearer(request))
     return JSONResponse({"code": session.code, "state": session.state})
 
 

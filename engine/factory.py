@@ -16,6 +16,7 @@ from engine.publisher import Publisher
 from engine.session import Session, SessionPorts
 from engine.speech.resources import Speech
 from engine.store.base import SessionRecord
+from engine.terms import Term
 from engine.translation.resources import Translation
 
 
@@ -36,10 +37,16 @@ class SessionFactory:
         self.stages = stages
 
     async def build(
-        self, record: SessionRecord, *, last_seq: int = 0, finals: Sequence[Caption] = ()
+        self,
+        record: SessionRecord,
+        *,
+        last_seq: int = 0,
+        finals: Sequence[Caption] = (),
+        terms: Sequence[Term] = (),
     ) -> Session:
         """The session of ``record``, its numbering continuing after ``last_seq`` and its
-        history holding ``finals`` (a session loaded back from the store)."""
+        history holding ``finals`` (a session loaded back from the store), with its term
+        list ``terms``."""
         ports = self.ports
         ports.hub.open(record.code, last_seq, finals)
         publisher = Publisher(record.code, ports.hub, ports.store, ports.store_pool, ports.observer)
@@ -64,5 +71,11 @@ class SessionFactory:
             {} if translation is None else await translation.stage(offered, publish_translation)
         )
         return Session(
-            record, ports, publisher, translators=translators, speaker=speaker, finals=finals
+            record,
+            ports,
+            publisher,
+            translators=translators,
+            speaker=speaker,
+            finals=finals,
+            terms=terms,
         )

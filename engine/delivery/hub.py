@@ -37,6 +37,7 @@ from engine.events import (
     TermsChanged,
     with_seq,
 )
+from engine.terms import Term
 
 
 class ListenerTooSlow(Exception):
@@ -226,7 +227,23 @@ class StateChanged:
     state: SessionState
 
 
-RemoteChange = AudienceChanged | StateChanged
+@dataclass(frozen=True, slots=True)
+class TermsFollowed:
+    """Another node published a new term list of session ``code``."""
+
+    code: str
+    terms: tuple[Term, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Corrected:
+    """Another node published a person's correction of a source final of ``code``."""
+
+    code: str
+    caption: Caption
+
+
+RemoteChange = AudienceChanged | StateChanged | TermsFollowed | Corrected
 """What a shared hub learns of other nodes (:meth:`Hub.remote_changes`)."""
 
 
