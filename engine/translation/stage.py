@@ -23,10 +23,12 @@ Corrections (engine/editing.py): a person's correction of a source final reaches
 through :meth:`SessionTranslator.correct`. A sentence not yet translated is translated with
 the corrected text; a translation final already published is made again from its sentence's
 corrected source text and published with the same ``segment`` and ``sources`` and the next
-``rev``, in the lane's queue behind the finals before it. A Whisper-translate lane decodes the
-sentence's audio again with the corrected words as hint text: the stage keeps the audio of
-its recent sentences for that, at most ``recent_audio_s`` seconds of it (older sentences are
-re-made by the route's text backend if it has one, else left as they were).
+``rev``, ahead of the sentences waiting in the lane and after the re-makes before it (a
+re-made line is published even when its text came out the same: every caption language
+hears of every correction). A Whisper-translate lane decodes the sentence's audio again with
+the corrected words as hint text: the stage keeps the audio of its recent sentences for
+that, at most ``recent_audio_s`` seconds of it (older sentences are re-made by the route's
+text backend if it has one, else left as they were).
 
 Overflow policy of the finals queue: finals are never dropped. The queue holds at most one
 entry per closed sentence, so it grows at the session's sentence rate. When more than
@@ -148,6 +150,8 @@ class _Lane:
         """Some sentence was left untranslated while nobody read this language."""
         self.lock = asyncio.Lock()
         self.tasks: list[asyncio.Task[None]] = []
+        self.redoing: asyncio.Task[None] | None = None
+        """The newest re-make of a corrected line; each waits for the one before it."""
 
     def forget_through(self, segment: int) -> None:
         """A sentence final covers everything up to ``segment``: drop its drafts' state."""
@@ -234,7 +238,20 @@ class SessionTranslator:
             lane = self._lanes.get(remake.line.lang)
             if lane is not None and not self._closed:
                 words = tuple(changed_words(self._text_before(remake.line), caption.text))
-                lane.finals.put_nowait(_Redo(remake.line, remake.source_text, words))
+                self._queue_redo(lane, _Redo(remake.line, remake.source_text, words))
+
+    def _queue_redo(self, lane: _Lane, job: _Redo) -> None:
+        """Re-make a line ahead of the sentences waiting in the lane (a person waits for
+        it), after the re-makes before it (so the last correction's is published last)."""
+        before = lane.redoing
+
+        async def redo() -> None:
+            if before is not None:
+                await asyncio.gather(before, return_exceptions=True)
+            await self._redo(lane, job)
+
+        lane.redoing = asyncio.create_task(redo(), name=f"mt-redo-{lane.target}")
+        lane.redoing.add_done_callback(_log_crash)
 
     def _text_before(self, line: Caption) -> str:
         """The source text a published line was made from, as far as this stage knows."""
@@ -294,6 +311,8 @@ class SessionTranslator:
         so far has been published."""
         self._close_sentence()
         await asyncio.gather(*(lane.finals.join() for lane in self._lanes.values()))
+        redoing = [lane.redoing for lane in self._lanes.values() if lane.redoing is not None]
+        await asyncio.gather(*redoing, return_exceptions=True)
 
     async def close(self) -> None:
         """Finish the queued finals, cancel drafts, stop every lane's tasks."""
@@ -309,7 +328,8 @@ class SessionTranslator:
         for task in draft_tasks:
             task.cancel()
         final_tasks = [t for lane in self._lanes.values() for t in lane.tasks[1:]]
-        await asyncio.gather(*final_tasks, *draft_tasks, return_exceptions=True)
+        redoing = [lane.redoing for lane in self._lanes.values() if lane.redoing is not None]
+        await asyncio.gather(*final_tasks, *draft_tasks, *redoing, return_exceptions=True)
 
     # -- sentences ---------------------------------------------------------------------------
 
@@ -462,7 +482,7 @@ class SessionTranslator:
                     now = self.source_text(job.sentence)
                     if now != used:  # corrected while it was being translated
                         words = self._taught(job.sentence.segments)
-                        await self._redo(lane, _Redo(caption, now, words))
+                        self._queue_redo(lane, _Redo(caption, now, words))
             finally:
                 lane.finals.task_done()
 
@@ -488,8 +508,6 @@ class SessionTranslator:
                 )
         except Exception:  # a model failure: the line stays as it was
             log.exception("re-making %s line %d failed", lane.target, line.segment)
-            return
-        if text.strip() == line.text.strip():
             return
         async with lane.lock:
             await self._publish(
