@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -73,79 +74,103 @@ async def _listen(
             arrived.set()
 
 
+async def _correct(
+    client: httpx.AsyncClient,
+    session: dict[str, Any],
+    target: str,
+    measured: Measured,
+    segment: int,
+    source_text: str,
+    arrived: asyncio.Event,
+    timeout_s: float = 30.0,
+) -> None:
+    """One correction of source ``segment``, timed until the listener holds its re-made
+    translation."""
+    text = f"{source_text.rstrip('.')} {MARKER}."
+    headers = {"Authorization": f"Bearer {session['presenter_token']}"}
+    put_at = time.monotonic()
+    response = await client.put(
+        f"/api/sessions/{session['code']}/segments/{segment}", json={"text": text}, headers=headers
+    )
+    response.raise_for_status()
+    measured.corrected.append(segment)
+    while time.monotonic() < put_at + timeout_s:
+        for at, event in measured.events:
+            if (
+                at >= put_at
+                and event.get("type") == "caption"
+                and event["lang"] == target
+                and event.get("rev")
+                and segment in event.get("sources", [event["segment"]])
+            ):
+                measured.latencies.append(at - put_at)
+                measured.marker_kept += MARKER in event["text"]
+                return
+        arrived.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(arrived.wait(), 0.5)
+    measured.timeouts += 1
+
+
+def _lines(measured: Measured, target: str, after: int = 0) -> list[tuple[int, str]]:
+    """(last source segment, its source text) of each translation final (rev 0) received
+    from event ``after`` on."""
+    events = [e for _, e in measured.events]
+    sources = {
+        e["segment"]: e["text"]
+        for e in events
+        if e.get("type") == "caption" and e.get("source") and e["state"] == "final"
+    }
+    found = []
+    for event in events[after:]:
+        if (
+            event.get("type") == "caption"
+            and event["state"] == "final"
+            and event["lang"] == target
+            and not event.get("rev")
+            and event.get("text")
+        ):
+            segment = int(event.get("sources", [event["segment"]])[-1])
+            if segment in sources and segment not in measured.corrected:
+                found.append((segment, sources[segment]))
+    return found
+
+
 async def _correct_as_they_come(
     base: str,
     session: dict[str, Any],
     target: str,
     measured: Measured,
     limit: int,
-    stop: asyncio.Event,
     arrived: asyncio.Event,
-    timeout_s: float = 30.0,
 ) -> None:
-    """Correct the last source segment of each new translation final, one at a time."""
+    """While the presenter speaks: correct the newest translation final's last source
+    segment, one correction at a time."""
     seen = 0
-    headers = {"Authorization": f"Bearer {session['presenter_token']}"}
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-        while not stop.is_set() and len(measured.corrected) < limit:
+        while len(measured.corrected) < limit:
             await arrived.wait()
             arrived.clear()
-            events = [e for _, e in measured.events]
-            fresh = [
-                e
-                for e in events[seen:]
-                if e.get("type") == "caption"
-                and e["state"] == "final"
-                and e["lang"] == target
-                and not e.get("rev")
-                and e.get("text")
-            ]
-            seen = len(events)
-            if not fresh:
-                continue
-            segment = int(fresh[-1].get("sources", [fresh[-1]["segment"]])[-1])
-            source = next(
-                (
-                    e
-                    for e in reversed(events)
-                    if e.get("source") and e["segment"] == segment and e["state"] == "final"
-                ),
-                None,
-            )
-            if source is None or segment in measured.corrected:
-                continue
-            text = f"{source['text'].rstrip('.')} {MARKER}."
-            put_at = time.monotonic()
-            response = await client.put(
-                f"/api/sessions/{session['code']}/segments/{segment}",
-                json={"text": text},
-                headers=headers,
-            )
-            response.raise_for_status()
-            measured.corrected.append(segment)
-            deadline = put_at + timeout_s
-            while time.monotonic() < deadline:
-                done = [
-                    (at, e)
-                    for at, e in measured.events
-                    if e.get("type") == "caption"
-                    and e["lang"] == target
-                    and e.get("rev")
-                    and segment in e.get("sources", [e["segment"]])
-                    and at >= put_at
-                ]
-                if done:
-                    measured.latencies.append(done[0][0] - put_at)
-                    measured.marker_kept += MARKER in done[0][1]["text"]
-                    break
-                arrived.clear()
-                try:
-                    await asyncio.wait_for(arrived.wait(), 0.5)
-                except TimeoutError:
-                    pass
-            else:
-                measured.timeouts += 1
+            fresh = _lines(measured, target, seen)
             seen = len(measured.events)
+            if fresh:
+                segment, text = fresh[-1]
+                await _correct(client, session, target, measured, segment, text, arrived)
+                seen = len(measured.events)
+
+
+async def _correct_each(
+    base: str,
+    session: dict[str, Any],
+    target: str,
+    measured: Measured,
+    limit: int,
+    arrived: asyncio.Event,
+) -> None:
+    """After the talk: correct each translated line in turn."""
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        for segment, text in _lines(measured, target)[:limit]:
+            await _correct(client, session, target, measured, segment, text, arrived)
 
 
 async def run_round(args: argparse.Namespace) -> dict[str, Any]:
@@ -187,16 +212,21 @@ async def run_round(args: argparse.Namespace) -> dict[str, Any]:
             await pool.__aenter__()
             await pool.join(180)
         try:
-            corrector = asyncio.create_task(
-                _correct_as_they_come(
-                    server.base_url, session, args.target, measured, args.corrections, stop, arrived
+            live = _correct_each if args.after else _correct_as_they_come
+            if not args.after:
+                corrector = asyncio.create_task(
+                    live(server.base_url, session, args.target, measured, args.corrections, arrived)
                 )
-            )
             replay = await present(
                 server.base_url, session, recording, language=args.source, speed=args.speed
             )
-            # The last sentences' translations, and the correction in flight (if any).
-            await asyncio.wait({corrector}, timeout=args.settle)
+            if args.after:
+                await asyncio.sleep(3.0)  # the last sentences' translations
+                corrector = asyncio.create_task(
+                    live(server.base_url, session, args.target, measured, args.corrections, arrived)
+                )
+            # The correction in flight (if any), or every one after the talk.
+            await asyncio.wait({corrector}, timeout=args.settle + (300 if args.after else 0))
             stop.set()
             corrector.cancel()
             await asyncio.gather(listener, corrector, return_exceptions=True)
@@ -253,6 +283,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="replay only the first SECONDS")
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument(
+        "--after",
+        action="store_true",
+        help="correct each translated line after the talk (the pipeline idle), not during it",
+    )
+    parser.add_argument(
         "--settle", type=float, default=20.0, help="seconds to keep correcting after the end"
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -260,8 +295,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     result = asyncio.run(run_round(args))
     result["command"] = shlex.join(["python", "-m", "bench", "corrections", *(argv or [])])
-    name = f"corrections-{args.source}-{args.target}" + (
-        f"-{args.listeners}" if args.listeners else ""
+    result["when"] = "after the talk" if args.after else "during the talk"
+    name = (
+        f"corrections-{args.source}-{args.target}"
+        + (f"-{args.listeners}" if args.listeners else "")
+        + ("-after" if args.after else "")
     )
     (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
     print(json.dumps({k: v for k, v in result.items() if k != "latency_s"}, indent=1))
