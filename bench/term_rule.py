@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_TOKEN = re.compile(r"[\w’'-]+|[.!?]|[\"“‘]|\n")
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[\w’'-]+|[.!?]|[\"“‘]|\n")
 _FIRST_PERSON = re.compile(r"^I(?:['’](?:m|ve|d|ll))?$")
 _NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -54,7 +54,7 @@ def reference_terms(text: str) -> list[str]:
         word = token.strip("-'’")
         if not word:
             continue
-        if any(c.isdigit() for c in word) and word.replace(",", "").isdigit():
+        if word.replace(",", "").replace(".", "").isdigit():
             terms.append(word)
         elif not starts and any(c.isupper() for c in word) and not _FIRST_PERSON.match(word):
             terms.append(word)
