@@ -160,12 +160,15 @@ def glossary_with(
 
 
 def recognition_hint(terms: Iterable[Term], budget: int = HINT_CHARS) -> str:
-    """The terms as Whisper hint text, ``"TeamViewer, churn"``: whole terms in list order,
-    as many as fit in ``budget`` characters (the list's first terms matter most)."""
+    """The terms as Whisper hint text, ``"TeamViewer, churn."``: whole terms in list order,
+    as many as fit in ``budget`` characters (the list's first terms matter most), closed by
+    a full stop so that the decode starts a sentence of its own rather than going on with
+    the list (without it, the first words of the earnings call came out garbled: "wheel.
+    Gathered to review"; docs/metrics.md, "Terms")."""
     hint = ""
     for term in terms:
         candidate = f"{hint}, {term.text}" if hint else term.text
-        if len(candidate) > budget:
+        if len(candidate) + 1 > budget:
             continue
         hint = candidate
-    return hint
+    return f"{hint}." if hint and not hint.endswith((".", "!", "?")) else hint

@@ -212,7 +212,7 @@ async def test_a_correction_reaches_every_language_backfill_and_transcripts(
             await present(url, code, presenter)
             await spanish.wait_for(lambda f: len(f.finals("es")) >= 2)
             # Terms reached every decode as hint text.
-            assert transcriber.hints and all(h == "TeamViewer, churn" for h in transcriber.hints)
+            assert transcriber.hints and all(h == "TeamViewer, churn." for h in transcriber.hints)
             source = spanish.finals("en")
             first = source[0]["segment"]
             before = len(spanish.events)

@@ -73,8 +73,8 @@ def test_term_translations_join_the_glossary_and_win() -> None:
 
 def test_the_hint_keeps_whole_terms_within_its_budget() -> None:
     terms = [Term("TeamViewer"), Term("x" * 30), Term("churn")]
-    assert recognition_hint(terms) == f"TeamViewer, {'x' * 30}, churn"
-    assert recognition_hint(terms, budget=20) == "TeamViewer, churn"
+    assert recognition_hint(terms) == f"TeamViewer, {'x' * 30}, churn."
+    assert recognition_hint(terms, budget=20) == "TeamViewer, churn."
     assert recognition_hint([]) == ""
 
 
