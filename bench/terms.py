@@ -51,10 +51,7 @@ class FileResult:
     with_terms: Run
 
 
-def _row(name: str, terms: int, without: Run | FileResult, with_terms: Run | None = None) -> str:
-    if isinstance(without, FileResult):
-        without, with_terms = without.without, without.with_terms
-    assert with_terms is not None
+def _row(name: str, terms: int, without: Run, with_terms: Run) -> str:
     return (
         f"| {name} | {terms} | {without.recall.found}/{without.recall.total} "
         f"({without.recall.recall:.2f}) | {with_terms.recall.found}/{with_terms.recall.total} "
@@ -99,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         result = FileResult(recording.id, tuple(listed), hint, runs[0], runs[1])
         results.append(result)
-        print(_row(recording.id, len(occurrences), result), flush=True)
+        print(_row(recording.id, len(occurrences), runs[0], runs[1]), flush=True)
     pool.shutdown()
     total_without = sum((r.without.recall for r in results), TermRecall(0, 0, ()))
     total_with = sum((r.with_terms.recall for r in results), TermRecall(0, 0, ()))
@@ -116,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "| recording | term occurrences | recall without | recall with terms | WER without "
         "| WER with terms |",
         "|---|---|---|---|---|---|",
-        *(_row(r.id, r.without.recall.total, r) for r in results),
+        *(_row(r.id, r.without.recall.total, r.without, r.with_terms) for r in results),
         _row(
             "all",
             total_without.total,

@@ -98,3 +98,32 @@ def test_an_editor_fixes_a_line_by_keyboard_and_a_spanish_listener_sees_it(
     assert not console_log.errors, console_log.errors
     for opened in (page, listener):
         opened.context.close()
+
+
+def test_the_console_panel_fixes_a_line_and_counts_in_the_audience_only_when_open(
+    live_server: str, browser: Browser, console_log: ConsoleLog
+) -> None:
+    session = create_session(live_server, title="console editing")
+    code, token = session["code"], session["presenter_token"]
+    pcm, rate = read_wav(ENGLISH)
+    with ThreadPoolExecutor(1) as thread:
+        streaming = stream_recording(live_server, pcm, rate, speed=4.0, session=session)
+        thread.submit(asyncio.run, streaming).result(timeout=120)
+    page = open_page(browser, console_log, **LAPTOP)
+    page.goto(f"{live_server}/p/{code}#token={token}")
+    expect(page.locator("#share-listener-count")).to_have_text("0")
+    summary = page.locator("#edit-details > summary")
+    summary.focus()
+    page.keyboard.press("Enter")
+    first = page.locator(".edit-line").first
+    expect(first).to_be_visible(timeout=20_000)
+    page.locator(".edit-lines").focus()
+    page.keyboard.press("Enter")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("Fixed in the console")
+    page.keyboard.press("Enter")
+    expect(first).to_have_attribute("data-rev", "1", timeout=10_000)
+    body = httpx.get(f"{live_server}/api/sessions/{code}/transcript").text
+    assert body.splitlines()[0] == "Fixed in the console"
+    assert not console_log.errors, console_log.errors
+    page.context.close()

@@ -14,10 +14,12 @@ import { ListenerSocket } from './listener-socket.js';
 
 /**
  * @param {HTMLElement} root the panel (holds #edit-lines, #edit-terms, ...)
- * @param {{code: string, language: string, token: string|null}} options
- * @returns {{state: EditState, stats: object}}
+ * @param {{code: string, language: string, token: string|null, start?: boolean}} options
+ *   start: follow the session at once (default); false waits for the returned `start()`
+ *   (the console opens the panel on demand: its socket counts as a listener).
+ * @returns {{state: EditState, stats: object, start: () => void}}
  */
-export function mountEditPanel(root, { code, language, token }) {
+export function mountEditPanel(root, { code, language, token, start = true }) {
   const ui = {
     lines: root.querySelector('.edit-lines'),
     offer: root.querySelector('.edit-offer'),
@@ -224,17 +226,23 @@ export function mountEditPanel(root, { code, language, token }) {
       root.dataset.connection = status;
     },
   });
-  fetch(`${api}/terms`, { headers: { Accept: 'application/json' } })
-    .then((response) => (response.ok ? response.json() : { terms: [] }))
-    .then((data) => {
-      if (!state.terms.length) state.terms = data.terms || [];
-      drawTerms();
-    })
-    .catch((error) => console.warn('cannot read the terms', error));
   if (!token) {
-    say('This page needs the editor link (the address ending in #token=…).', true);
+    say('Editing needs the editor link (the address ending in #token=…).', true);
     ui.saveTerms.disabled = true;
   }
-  socket.start();
-  return { state, stats, socket };
+  let started = false;
+  function begin() {
+    if (started) return;
+    started = true;
+    fetch(`${api}/terms`, { headers: { Accept: 'application/json' } })
+      .then((response) => (response.ok ? response.json() : { terms: [] }))
+      .then((data) => {
+        if (!state.terms.length) state.terms = data.terms || [];
+        drawTerms();
+      })
+      .catch((error) => console.warn('cannot read the terms', error));
+    socket.start();
+  }
+  if (start) begin();
+  return { state, stats, socket, start: begin };
 }

@@ -512,10 +512,17 @@ if (ui.makeEditorLink) {
     }
   });
 }
+// The editor panel follows the session over a listener socket of its own, which counts in
+// the audience: it connects only once the presenter opens it.
+const editDetails = document.getElementById('edit-details');
 window.interpEdit = mountEditPanel(document.querySelector('.edit-panel'), {
   code,
   language,
   token,
+  start: false,
+});
+editDetails.addEventListener('toggle', () => {
+  if (editDetails.open) window.interpEdit.start();
 });
 ui.transcriptLang.addEventListener('change', renderTranscriptLinks);
 document.addEventListener('visibilitychange', () => {
