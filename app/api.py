@@ -15,6 +15,7 @@ from engine import languages, transcript
 from engine.presenting import check_credentials
 from engine.registry import TooManySessions
 from engine.session import Session
+from engine.terms import TermError, parse_terms
 
 MAX_TITLE = 200
 MAX_BODY = 16 * 1024
@@ -93,6 +94,10 @@ async def create_session(request: Request) -> Response:
         code = languages.normalise(target)
         if code != source and code not in normalised:
             normalised.append(code)
+    try:
+        terms = parse_terms(data.get("terms", []))
+    except TermError as exc:
+        return error(422, str(exc))
     unsupported = [t for t in normalised if t not in engine.routes.targets(source)]
     if unsupported:
         return error(
@@ -114,7 +119,7 @@ async def create_session(request: Request) -> Response:
         )
     try:
         session, token = await engine.registry.create(
-            title.strip() or "Untitled session", source, tuple(normalised)
+            title.strip() or "Untitled session", source, tuple(normalised), terms
         )
     except TooManySessions as exc:
         return error(503, str(exc))

@@ -27,8 +27,10 @@ HTTP_STATUS: dict[Refusal, int] = {
     Refusal.BAD_REQUEST: 422,
     Refusal.NOT_FOUND: 404,
     Refusal.ALREADY_DECIDED: 409,
+    Refusal.UNKNOWN_SEGMENT: 404,
+    Refusal.BAD_EDIT: 422,
 }
-"""HTTP status of each refusal (``POST .../end``, WebRTC offers)."""
+"""HTTP status of each refusal (every HTTP route and WebRTC offers)."""
 
 RETRY_AFTER_S = 5
 """What a 503 for loading models asks the client to wait."""

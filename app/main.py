@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from app import api, panel_api
+from app import api, edit_api, panel_api
 from app.errors import EXCEPTION_HANDLERS
 from app.listen import listen_endpoint
 from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
@@ -110,6 +110,26 @@ async def present_page(request: Request) -> Response:
             "title": record.title,
             "source_language": record.source_language,
             "listen_url": f"/s/{record.code}",
+        },
+    )
+
+
+async def edit_page(request: Request) -> Response:
+    """The editor page (static/js/edit.js): the session's finals, fixed by a person."""
+    session = await services_of(request).engine().registry.get(request.path_params["code"])
+    if session is None:
+        return templates.TemplateResponse(
+            request, "missing.html", {"code": request.path_params["code"]}, status_code=404
+        )
+    record = session.record
+    return templates.TemplateResponse(
+        request,
+        "edit.html",
+        {
+            "code": record.code,
+            "title": record.title,
+            "source_language": record.source_language,
+            "languages": [record.source_language, *record.target_languages],
         },
     )
 
@@ -245,6 +265,7 @@ def create_app(
         Route("/", index),
         Route("/p/{code}", present_page),
         Route("/s/{code}", listen_page),
+        Route("/e/{code}", edit_page),
         Route("/talk", talk_page),
         Route("/healthz", healthz),
         Route("/readyz", readyz),
@@ -255,6 +276,10 @@ def create_app(
         Route("/api/sessions/{code}/end", api.end_session, methods=["POST"]),
         Route("/api/sessions/{code}/glossary", api.set_glossary, methods=["PUT"]),
         Route("/api/sessions/{code}/glossary", api.get_glossary, methods=["GET"]),
+        Route("/api/sessions/{code}/terms", edit_api.set_terms, methods=["PUT"]),
+        Route("/api/sessions/{code}/terms", edit_api.get_terms, methods=["GET"]),
+        Route("/api/sessions/{code}/editors", edit_api.create_editor, methods=["POST"]),
+        Route("/api/sessions/{code}/segments/{segment}", edit_api.correct_segment, methods=["PUT"]),
         Route("/api/sessions/{code}/transcript", api.get_transcript),
         Route("/api/sessions/{code}/speakers", panel_api.add_speaker, methods=["POST"]),
         Route("/api/sessions/{code}/whoami", panel_api.whoami),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.settings import Settings
-from engine.delivery.hub import AudienceChanged, Hub
+from engine.delivery.hub import AudienceChanged, Corrected, Hub, TermsFollowed
 from engine.delivery.memory import InMemoryHub
 from engine.registry import SessionRegistry
 from engine.store.base import SessionStore
@@ -43,14 +43,22 @@ async def follow_other_nodes(hub: Hub, registry: SessionRegistry) -> None:
     """Run for the life of the process: when listeners on other nodes join, leave or switch
     language, the sessions held here re-read what to translate and speak (and announce the
     new audience size); a state another node published becomes this node's state too, and
-    an ended session leaves memory after the grace period. A hub of one process has no
-    other nodes, and this returns at once."""
+    an ended session leaves memory after the grace period; a term list another node set
+    applies here too, and a correction another node made reaches the sentences this node
+    has not translated yet (that node re-made the published ones). A hub of one process has
+    no other nodes, and this returns at once."""
     async for change in hub.remote_changes():
         session = registry.loaded(change.code)
         if session is None:
             continue
         if isinstance(change, AudienceChanged):
             session.audience_changed()
+            continue
+        if isinstance(change, TermsFollowed):
+            session.set_terms(change.terms)
+            continue
+        if isinstance(change, Corrected):
+            session.corrected(change.caption)
             continue
         session.follow_state(change.state)
         if change.state == "ended":

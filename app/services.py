@@ -18,6 +18,7 @@ from app.nodes import Backends
 from app.ratelimit import SlidingWindowLimit
 from app.settings import Settings
 from engine.delivery.hub import Hub
+from engine.editing import Editing
 from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presenting
 from engine.recognition.asr import LanguageIdentifier, Transcriber
@@ -78,6 +79,7 @@ class Engine:
     """Languages a voice speaks."""
     registry: SessionRegistry
     presenting: Presenting
+    editing: Editing
 
 
 @dataclass(slots=True)
@@ -238,4 +240,5 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     gc.freeze()
     log.info("models ready: %s", {k: m.transcriber.name for k, m in loaded.items()})
     spoken = voices.languages() if speech is not None and voices is not None else frozenset()
-    return Engine(recognition, routes, spoken, registry, presenting)
+    editing = Editing(backends.store, store_pool, backends.hub)
+    return Engine(recognition, routes, spoken, registry, presenting, editing)

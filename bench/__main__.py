@@ -74,6 +74,13 @@ COMMANDS: dict[str, Command] = {
     "steps": Command(
         "bench.steps", "compute-unaware replay in process: exact WER of recogniser settings"
     ),
+    "terms": Command(
+        "bench.terms", "recall of the references' terms with and without the term list, and WER"
+    ),
+    "corrections": Command(
+        "bench.corrections",
+        "a correction's time from PUT to a listener in another language; its cost in events",
+    ),
     "threads": Command("bench.threads", "Whisper encode and decode times by CTranslate2 threads"),
     "all": Command("bench.all", "every benchmark in turn, then plots and summary"),
     "plots": Command("bench.plots", "PNG plots from bench/results/*.json (no rerun)"),

@@ -30,6 +30,8 @@ class Delivery:
     live: bool
     """``ts`` is not before the moment this listener's current socket began opening, i.e.
     the event was not backfilled."""
+    rev: int = 0
+    """A caption's revision: above 0 for a person's correction (docs/protocol.md)."""
 
     @property
     def delay(self) -> float:

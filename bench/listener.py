@@ -124,7 +124,8 @@ class Listener:
         kind = str(message.get("type"))
         if kind == "caption":
             kind = f"caption.{message.get('state')}"
-        self.deliveries.append(Delivery(now, ts, seq, kind, ts >= opened_at))
+        rev = int(message.get("rev", 0))
+        self.deliveries.append(Delivery(now, ts, seq, kind, ts >= opened_at, rev))
         if kind == "caption.final" and message.get("source"):
             self.finals.setdefault(int(message["segment"]), str(message["text"]))
             self._check_complete()

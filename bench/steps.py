@@ -115,12 +115,14 @@ async def step_through(
     pool: WorkerPool,
     config: RecognizerConfig,
     step_s: float,
+    terms: str = "",
 ) -> Stepped:
-    """Feed ``pcm`` (16 kHz) in steps of ``step_s`` seconds, then finish."""
+    """Feed ``pcm`` (16 kHz) in steps of ``step_s`` seconds, then finish; ``terms``: the
+    session's terms as hint text (engine/terms.py)."""
     audio = decode_pcm16(pcm)
     counter = itertools.count()
     recognizer = StreamingRecognizer(
-        transcriber, StreamingVad(vad), pool.run, lambda: next(counter), config
+        transcriber, StreamingVad(vad), pool.run, lambda: next(counter), config, terms=terms
     )
     updates: list[CaptionUpdate] = []
     ends: list[int] = []

@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine.terms import Term, parse_terms, terms_json
+
 CaptionState = Literal["draft", "final"]
 QuestionState = Literal["held", "accepted", "rejected"]
 SessionState = Literal["waiting", "live", "paused", "ended"]
@@ -156,7 +158,18 @@ class SpeechAudio:
         return len(self.pcm) / 2 / self.sample_rate
 
 
-Event = Caption | StateChange | ErrorEvent | Shedding | Question | SpeechAudio
+@dataclass(frozen=True, slots=True)
+class TermsChanged:
+    """The session's term list changed (engine/terms.py): editors show it, and every node
+    that holds the session's stages applies it. Listeners may ignore it."""
+
+    terms: tuple[Term, ...]
+    seq: int = 0
+    ts: float = 0.0
+    type: Literal["terms"] = "terms"
+
+
+Event = Caption | StateChange | ErrorEvent | Shedding | Question | SpeechAudio | TermsChanged
 
 
 def with_seq(event: Event, seq: int, ts: float = 0.0) -> Event:
@@ -171,6 +184,8 @@ def to_dict(event: Event) -> dict[str, Any]:
         data = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
         del data["pcm"]
         data["rate"] = round(event.rate, 3)
+    elif isinstance(event, TermsChanged):
+        data = {"type": event.type, "seq": event.seq, "terms": terms_json(event.terms)}
     else:
         data = dataclasses.asdict(event)
     if isinstance(event, Caption):
@@ -230,4 +245,9 @@ def from_dict(data: dict[str, Any]) -> Event:
         )
     if kind == "audio":
         return SpeechAudio(**{"pcm": b"", **fields})
+    if kind == "terms":
+        return TermsChanged(
+            parse_terms(fields.get("terms", [])),
+            **{k: v for k, v in fields.items() if k in ("seq", "ts")},
+        )
     raise ValueError(f"unknown event type {kind!r}")

@@ -16,6 +16,7 @@ from engine.publisher import Publisher
 from engine.session import Session, SessionPorts
 from engine.speech.resources import Speech
 from engine.store.base import SessionRecord, SpeakerRecord
+from engine.terms import Term
 from engine.translation.resources import Translation
 
 
@@ -42,10 +43,11 @@ class SessionFactory:
         last_seq: int = 0,
         finals: Sequence[Caption] = (),
         speakers: Sequence[SpeakerRecord] = (),
+        terms: Sequence[Term] = (),
     ) -> Session:
         """The session of ``record``, its numbering continuing after ``last_seq``, its
-        history holding ``finals`` and its panel ``speakers`` (a session loaded back from
-        the store)."""
+        history holding ``finals``, its panel ``speakers`` (a session loaded back from the
+        store) and its term list ``terms``."""
         ports = self.ports
         ports.hub.open(record.code, last_seq, finals)
         publisher = Publisher(record.code, ports.hub, ports.store, ports.store_pool, ports.observer)
@@ -77,4 +79,5 @@ class SessionFactory:
             speaker=speaker,
             finals=finals,
             speakers=speakers,
+            terms=terms,
         )

@@ -48,6 +48,9 @@ class Publisher:
         await self._store_pool.run(self._store.append_final, self.code, caption)
 
     def _observe(self, caption: Caption, arrived: float | None) -> None:
+        if caption.rev:  # a person's correction: no recognition or translation latency
+            self._observer.caption(caption, None)
+            return
         now = time.monotonic()
         key = (caption.segment, caption.state)
         if caption.source:

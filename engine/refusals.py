@@ -1,5 +1,5 @@
-"""Why the engine refuses a presenter: typed reasons, mapped to a close code or an HTTP status
-by each transport in one table at its edge (app/present.py, app/webrtc.py)."""
+"""Why the engine refuses a presenter or an editor: typed reasons, mapped to a close code or an
+HTTP status by each transport in one table at its edge (app/present.py, app/errors.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import enum
 
 
 class Refusal(enum.Enum):
-    """A reason a stream cannot start or continue."""
+    """A reason a stream cannot start or continue, or an edit cannot be made."""
 
     NO_CREDENTIALS = "no credentials"
     BAD_CREDENTIALS = "bad credentials"
@@ -30,6 +30,10 @@ class Refusal(enum.Enum):
     NOT_FOUND = "not found"
     ALREADY_DECIDED = "already decided"
     """A question the moderator already accepted or rejected."""
+    UNKNOWN_SEGMENT = "unknown segment"
+    """A correction named a segment that has no source final (yet)."""
+    BAD_EDIT = "bad edit"
+    """A correction or term list that cannot be taken (engine/editing.py)."""
 
 
 class Refused(Exception):

@@ -25,6 +25,7 @@ from engine.store.base import (
     new_token,
     normalise_code,
 )
+from engine.terms import Term
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +57,14 @@ class SessionRegistry:
         return sum(1 for session in self._sessions.values() if session.live)
 
     async def create(
-        self, title: str, source_language: str, target_languages: tuple[str, ...]
+        self,
+        title: str,
+        source_language: str,
+        target_languages: tuple[str, ...],
+        terms: tuple[Term, ...] = (),
     ) -> tuple[Session, str]:
-        """A new session and its presenter token (the only time the token is seen)."""
+        """A new session and its presenter token (the only time the token is seen), with
+        the term list ``terms``."""
         active = sum(1 for s in self._sessions.values() if s.state != "ended")
         if active >= self.max_sessions:
             raise TooManySessions(f"{active} sessions open; the limit is {self.max_sessions}")
@@ -82,7 +88,9 @@ class SessionRegistry:
             break
         else:  # pragma: no cover - 20 collisions in a 31**6 space
             raise RuntimeError("could not allocate a session code")
-        session = await self._factory.build(record)
+        if terms:
+            await self._store_pool.run(self._store.set_terms, record.code, terms)
+        session = await self._factory.build(record, terms=terms)
         self._sessions[record.code] = session
         return session, token
 
@@ -110,8 +118,9 @@ class SessionRegistry:
         finals = await self._store_pool.run(self._store.finals, code)
         last_seq = await self._store_pool.run(self._store.last_seq, code)
         speakers = await self._store_pool.run(self._store.speakers, code)
+        terms = await self._store_pool.run(self._store.terms, code)
         session = await self._factory.build(
-            record, last_seq=last_seq, finals=finals, speakers=speakers
+            record, last_seq=last_seq, finals=finals, speakers=speakers, terms=terms
         )
         self._sessions[code] = session
         if session.state == "ended":

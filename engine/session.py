@@ -33,6 +33,7 @@ from engine.recognition.recognizer import StreamingRecognizer
 from engine.recognition.resources import Recognition
 from engine.recognition.vad import StreamingVad
 from engine.refusals import Refusal, Refused
+from engine.revisions import Remake
 from engine.speech.speaker import SessionSpeaker
 from engine.store.base import (
     PRESENTER_ID,
@@ -45,6 +46,7 @@ from engine.store.base import (
 )
 from engine.stream import PresenterStream, StreamLimits
 from engine.telemetry import Observer
+from engine.terms import Term, glossary_with, recognition_hint
 from engine.translation.sentences import ends_sentence
 from engine.translation.stage import SessionTranslator
 from engine.workers import WorkerPool
@@ -94,12 +96,14 @@ class Session:
         speaker: SessionSpeaker | None,
         finals: Sequence[Caption] = (),
         speakers: Sequence[SpeakerRecord] = (),
+        terms: Sequence[Term] = (),
     ) -> None:
         """``translators``: one per language a stream may be in (every offered language may
         be spoken: a traveller's conversation changes language each turn). ``speaker``: the
         speech stage, or None where this process speaks nothing. ``finals``: what the
         session said before (loaded from the store), to continue its numbering.
-        ``speakers``: the panel's stored speakers (the presenter comes first anyway)."""
+        ``speakers``: the panel's stored speakers (the presenter comes first anyway).
+        ``terms``: the session's term list (engine/terms.py)."""
         self.record = record
         self.state: SessionState = record.state
         self._ports = ports
@@ -122,7 +126,9 @@ class Session:
         """Each speaker's stream (the newest one, live or finished)."""
         self.questions = QuestionBox()
         self._glossary: dict[str, dict[str, str]] = {}
+        self._terms: tuple[Term, ...] = tuple(terms)
         self._announcer: asyncio.Task[None] | None = None
+        self._apply_glossary()
 
     @property
     def code(self) -> str:
@@ -185,14 +191,40 @@ class Session:
 
     @property
     def glossary(self) -> Mapping[str, Mapping[str, str]]:
-        """The presenter's terms per target language (kept in memory: lost on restart)."""
+        """The presenter's glossary per target language (kept in memory: lost on restart);
+        the term list's translations are applied on top of it."""
         return self._glossary
 
     def set_glossary(self, glossary: Mapping[str, Mapping[str, str]]) -> None:
-        """Replace the terms; every translation from now on applies them."""
+        """Replace the glossary; every translation from now on applies it."""
         self._glossary = {lang: dict(terms) for lang, terms in glossary.items()}
+        self._apply_glossary()
+
+    @property
+    def terms(self) -> tuple[Term, ...]:
+        return self._terms
+
+    def set_terms(self, terms: Sequence[Term]) -> None:
+        """Replace the term list: the open stream's decodes from now on are biased towards
+        it, and every translation from now on applies its fixed translations."""
+        self._terms = tuple(terms)
+        self._apply_glossary()
+        if self.stream is not None and not self.stream.finished:
+            self.stream.recognizer.set_terms(recognition_hint(self._terms))
+
+    def _apply_glossary(self) -> None:
+        merged = glossary_with(self._glossary, self._terms)
         for translator in self.translators.values():
-            translator.set_glossary(self._glossary)
+            translator.set_glossary(merged)
+
+    def corrected(self, caption: Caption, remakes: Sequence[Remake] = ()) -> None:
+        """A person corrected the source final ``caption`` (published with its ``rev``):
+        its translations are made again (engine/translation/stage.py). ``remakes``: the
+        published translation finals that cover it; none where another process made them
+        (this one only takes the correction into sentences not translated yet)."""
+        translator = self.translators.get(caption.lang)
+        if translator is not None:
+            translator.correct(caption, remakes)
 
     def next_segment(self) -> int:
         segment = self._next_segment
@@ -375,6 +407,7 @@ class Session:
             config,
             start_time=start_time,
             context=self.contexts.get((speaker_id, language), ""),
+            terms=recognition_hint(self._terms),
         )
 
     def _detecting_recognizer(

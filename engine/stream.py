@@ -68,6 +68,8 @@ class Recognizer(Protocol):
 
     def take_final_audio(self, segment: int) -> Samples | None: ...
 
+    def set_terms(self, hint: str) -> None: ...
+
 
 Publish = Callable[..., Awaitable[Event]]
 """The session's publish (``publish(event, arrived=...)``, engine/publisher.py)."""

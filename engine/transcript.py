@@ -4,6 +4,10 @@ Subtitle cues follow broadcast conventions: at most :data:`MAX_LINE_CHARS` chara
 and two lines a cue; a longer segment becomes several cues sharing its time in proportion to
 their characters. Cue times never go backwards, never overlap, and every cue lasts at least
 :data:`MIN_CUE_MS`, whatever timings the captions carry.
+
+A segment corrected by a person has several finals (``rev`` 0, 1, ...; docs/protocol.md): a
+transcript holds each segment once, where it was first said, in its newest revision; the JSON
+export also keeps the earlier ones (``history``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,28 @@ class Cue:
     lines: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of a transcript: a segment's newest revision and the revisions before it
+    (oldest first)."""
+
+    caption: Caption
+    history: tuple[Caption, ...] = ()
+
+
+def lines_of(finals: Sequence[Caption]) -> list[Line]:
+    """Each segment once, at the place of its first final, in its newest revision (the
+    highest ``rev``; of equal ones, the later)."""
+    revisions: dict[int, list[Caption]] = {}
+    for caption in finals:
+        revisions.setdefault(caption.segment, []).append(caption)
+    result: list[Line] = []
+    for captions in revisions.values():
+        ordered = sorted(captions, key=lambda c: (c.rev, c.seq))
+        result.append(Line(ordered[-1], tuple(ordered[:-1])))
+    return result
+
+
 def render(finals: Sequence[Caption], fmt: str) -> tuple[str, str]:
     """The transcript of ``finals`` in format ``fmt`` and its media type.
 
@@ -68,24 +94,31 @@ def clean_text(text: str) -> str:
 
 
 def to_txt(finals: Sequence[Caption]) -> str:
-    """One line per segment."""
-    lines = [text for text in (clean_text(c.text) for c in finals) if text]
-    return "".join(line + "\n" for line in lines)
+    """One line per segment, in its newest revision."""
+    texts = [clean_text(line.caption.text) for line in lines_of(finals)]
+    return "".join(text + "\n" for text in texts if text)
 
 
 def to_json(finals: Sequence[Caption]) -> str:
-    """A JSON list of ``{segment, start, end, text}`` (and ``sources``, the source segments a
-    translation covers): the captions as stored, times in seconds."""
-    items = [
-        {
+    """A JSON list of ``{segment, start, end, text}``, times in seconds: each segment in its
+    newest revision; ``sources`` (the source segments a translation covers); ``rev`` and
+    ``history`` (the earlier revisions, ``[{rev, text}]``, oldest first) where a person
+    corrected it."""
+    items: list[dict[str, object]] = []
+    for line in lines_of(finals):
+        c = line.caption
+        item: dict[str, object] = {
             "segment": c.segment,
             "start": _json_time(c.start),
             "end": _json_time(c.end),
             "text": c.text,
             **({"sources": list(c.sources)} if c.sources else {}),
         }
-        for c in finals
-    ]
+        if c.rev:
+            item["rev"] = c.rev
+        if line.history:
+            item["history"] = [{"rev": old.rev, "text": old.text} for old in line.history]
+        items.append(item)
     return json.dumps(items, ensure_ascii=False, allow_nan=False, indent=1)
 
 
@@ -134,7 +167,8 @@ def cues(finals: Sequence[Caption]) -> list[Cue]:
     """
     result: list[Cue] = []
     previous_end = 0
-    for caption in finals:
+    for line in lines_of(finals):
+        caption = line.caption
         text = clean_text(caption.text)
         if not text:
             continue

@@ -81,6 +81,10 @@ class FasterWhisperTranscriber:
         prefix's last words forced, the rest as the previous-text prompt; or the whole
         prefix as that prompt and the decode started at the prefix's end by a timestamp
         token, which tiny.en ignored after short prefixes, transcribing the context again."""
+        if options.hotwords and options.prefix:
+            # faster-whisper drops hotwords when a prefix is forced: they join the prompt.
+            prompt = " ".join(p for p in (options.hotwords, options.prompt) if p)
+            options = replace(options, prompt=prompt, hotwords=None)
         if options.prefix and options.max_new_tokens is not None:
             options = replace(options, max_new_tokens=self._budget_after(options))
         words = self._decode(audio, options)
@@ -128,7 +132,11 @@ class FasterWhisperTranscriber:
         )
         previous = tokenizer.encode(" " + options.prompt.strip()) if options.prompt else []
         prompt = model.get_prompt(
-            tokenizer, previous, without_timestamps=True, prefix=options.prefix
+            tokenizer,
+            previous,
+            without_timestamps=True,
+            prefix=options.prefix,
+            hotwords=options.hotwords,
         )
         encoded = model.encode(padded)
         budget = options.max_new_tokens or model.max_length // 2
@@ -161,6 +169,7 @@ class FasterWhisperTranscriber:
             best_of=1,
             temperature=0.0,
             initial_prompt=options.prompt or None,
+            hotwords=options.hotwords or None,
             prefix=options.prefix or None,
             condition_on_previous_text=False,
             word_timestamps=options.word_timestamps,

@@ -6,7 +6,10 @@ log and offers it to every subscriber's bounded queue. Publishing never waits fo
 Listener queue overflow policy (:class:`ListenerQueue`):
 - a newer draft of a (segment, language) replaces the older one still queued, and a newer
   state event replaces an older queued one;
-- a final removes the queued drafts of its segment and language, and is never dropped;
+- a final removes the queued drafts of its segment and language, and is never dropped; a
+  corrected final (``rev`` > 0, docs/protocol.md) also removes a queued older final of its
+  line, so a correction costs a listener at most one event per line it reads;
+- a newer term list replaces an older one still queued;
 - audio chunks (spoken translation) are never replaced or dropped one by one: the speech
   stage already keeps each language's speech within a bound of the live speaker, so a
   listener whose queue still overflows is too slow for audio;
@@ -32,8 +35,10 @@ from engine.events import (
     Shedding,
     SpeechAudio,
     StateChange,
+    TermsChanged,
     with_seq,
 )
+from engine.terms import Term
 
 
 class ListenerTooSlow(Exception):
@@ -75,8 +80,8 @@ class ListenerQueue:
     def put(self, event: Event) -> None:
         if self._overflowed or self._closed:
             return
-        if isinstance(event, StateChange | Shedding):
-            # Only the newest state and audience size (or shedding level) matter.
+        if isinstance(event, StateChange | Shedding | TermsChanged):
+            # Only the newest state and audience size (or shedding level, or terms) matter.
             for older in [i for i in self._items if type(i) is type(event)]:
                 self._items.remove(older)
         elif isinstance(event, Caption):
@@ -85,8 +90,8 @@ class ListenerQueue:
                 item
                 for item in self._items
                 if isinstance(item, Caption)
-                and not item.is_final
                 and (item.segment, item.lang) == key
+                and (not item.is_final or (event.is_final and event.rev > item.rev))
             ]
             for item in stale:
                 self._items.remove(item)
@@ -150,15 +155,30 @@ def presenter_first(subs: Iterable[Subscription]) -> list[Subscription]:
 
 
 class SessionLog:
-    """The numbered history of one session: every final, the newest draft of each open
-    (segment, language), and the newest state. Enough to backfill any listener."""
+    """The numbered history of one session: the newest revision of every final line, the
+    newest draft of each open (segment, language), the newest state and term list. Enough
+    to backfill any listener: a line corrected after a listener saw it comes again in its
+    newest revision (its ``seq`` is newer), one it has not seen comes once, corrected."""
 
     def __init__(self, last_seq: int = 0, finals: Iterable[Caption] = ()) -> None:
         self.seq = last_seq
-        self.finals: list[Caption] = sorted(finals, key=lambda c: c.seq)
-        self._closed_segments: set[tuple[int, str]] = {(c.segment, c.lang) for c in self.finals}
+        self._lines: dict[tuple[int, str], Caption] = {}
+        for caption in sorted(finals, key=lambda c: c.seq):
+            self._keep_final(caption)
         self._drafts: dict[tuple[int, str], Caption] = {}
         self.state: StateChange | None = None
+        self.terms: TermsChanged | None = None
+
+    @property
+    def finals(self) -> list[Caption]:
+        """The newest revision of every final line, in ``seq`` order."""
+        return sorted(self._lines.values(), key=lambda c: c.seq)
+
+    def _keep_final(self, caption: Caption) -> None:
+        key = (caption.segment, caption.lang)
+        current = self._lines.get(key)
+        if current is None or (caption.rev, caption.seq) > (current.rev, current.seq):
+            self._lines[key] = caption
 
     def number(self, event: Event) -> Event:
         """Give ``event`` the next ``seq`` (the session is this log's only writer)."""
@@ -175,21 +195,23 @@ class SessionLog:
         if isinstance(numbered, Caption):
             key = (numbered.segment, numbered.lang)
             if numbered.is_final:
-                self.finals.append(numbered)
-                self._closed_segments.add(key)
+                self._keep_final(numbered)
                 self._drafts.pop(key, None)
-            elif key not in self._closed_segments:
+            elif key not in self._lines:
                 self._drafts[key] = numbered
         elif isinstance(numbered, StateChange):
             self.state = numbered
+        elif isinstance(numbered, TermsChanged):
+            self.terms = numbered
         return numbered
 
     def replay(self, since: int, langs: frozenset[str]) -> list[Event]:
         """What a listener that has seen everything up to ``since`` needs, in seq order."""
-        events: list[Event] = [c for c in self.finals if c.seq > since and wants(c, langs)]
+        events: list[Event] = [c for c in self._lines.values() if c.seq > since and wants(c, langs)]
         events.extend(d for d in self._drafts.values() if d.seq > since and wants(d, langs))
-        if self.state is not None and self.state.seq > since:
-            events.append(self.state)
+        for latest in (self.state, self.terms):
+            if latest is not None and latest.seq > since:
+                events.append(latest)
         return sorted(events, key=lambda e: e.seq)
 
 
@@ -208,7 +230,23 @@ class StateChanged:
     state: SessionState
 
 
-RemoteChange = AudienceChanged | StateChanged
+@dataclass(frozen=True, slots=True)
+class TermsFollowed:
+    """Another node published a new term list of session ``code``."""
+
+    code: str
+    terms: tuple[Term, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Corrected:
+    """Another node published a person's correction of a source final of ``code``."""
+
+    code: str
+    caption: Caption
+
+
+RemoteChange = AudienceChanged | StateChanged | TermsFollowed | Corrected
 """What a shared hub learns of other nodes (:meth:`Hub.remote_changes`)."""
 
 

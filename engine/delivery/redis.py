@@ -61,10 +61,12 @@ from redis.retry import Retry
 from engine.delivery.fanout import Fanout
 from engine.delivery.hub import (
     AudienceChanged,
+    Corrected,
     Persist,
     RemoteChange,
     StateChanged,
     Subscription,
+    TermsFollowed,
 )
 from engine.delivery.redis_keys import Backoff, code_of, session_key
 from engine.events import (
@@ -73,6 +75,7 @@ from engine.events import (
     SessionState,
     SpeechAudio,
     StateChange,
+    TermsChanged,
     from_dict,
     to_dict,
     with_seq,
@@ -203,11 +206,11 @@ def _stream_items(reply: Any) -> Iterable[tuple[bytes, Sequence[tuple[bytes, Any
 
 class ChangeFeed:
     """What this node learnt of other nodes, waiting to be taken: audience changes fold
-    into one per session, state changes keep their order."""
+    into one per session; state changes, terms and corrections keep their order."""
 
     def __init__(self) -> None:
         self._audience: dict[str, None] = {}
-        self._states: list[StateChanged] = []
+        self._states: list[StateChanged | TermsFollowed | Corrected] = []
         self._ready = asyncio.Event()
         self._closed = False
 
@@ -217,6 +220,10 @@ class ChangeFeed:
 
     def state(self, code: str, state: SessionState) -> None:
         self._states.append(StateChanged(code, state))
+        self._ready.set()
+
+    def edit(self, change: TermsFollowed | Corrected) -> None:
+        self._states.append(change)
         self._ready.set()
 
     def close(self) -> None:
@@ -466,9 +473,15 @@ class RedisHub:
         if isinstance(event, SpeechAudio) and event.ts < self._opened_at.get(code, 0.0):
             return  # audio from before this node followed the session: not live any more
         self.fanout.deliver(code, event, only_newer=True)
-        if isinstance(event, StateChange) and node != self.node:
+        if node == self.node:
+            return
+        if isinstance(event, StateChange):
             self._changes.state(code, event.state)
             self._audience_wake.set()  # its audience probably changed: look now
+        elif isinstance(event, TermsChanged):
+            self._changes.edit(TermsFollowed(code, event.terms))
+        elif isinstance(event, Caption) and event.source and event.rev:
+            self._changes.edit(Corrected(code, event))
 
     def _wake_settled(self) -> None:
         waiting, self._waiters = self._waiters, []

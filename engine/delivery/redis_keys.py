@@ -12,6 +12,8 @@ so one session's keys live together. Layout:
 - ``...:presenter`` string: the node that holds the presenter's stream (with a TTL)
 - ``...:spk``     hash: the panel's speakers (id -> JSON of
   :class:`engine.store.base.SpeakerRecord`)
+- ``...:terms``   string: the session's term list (JSON, engine/terms.py)
+- ``...:editors`` set: the hashes of the session's editor tokens
 - ``...:e:<id>``  string: the ``seq`` an emitted event got (lets a retry find it; TTL)
 - ``interp:sid:<id>`` string: session id -> code; ``interp:sessions`` sorted set: codes by
   their last moment (``ended_at`` or ``created_at``), for retention.
@@ -24,7 +26,18 @@ import random
 
 PREFIX = "interp"
 SESSIONS_INDEX = f"{PREFIX}:sessions"
-SESSION_PARTS = ("rec", "finals", "events", "audio", "seq", "aud", "presenter", "spk")
+SESSION_PARTS = (
+    "rec",
+    "finals",
+    "events",
+    "audio",
+    "seq",
+    "aud",
+    "presenter",
+    "terms",
+    "editors",
+    "spk",
+)
 
 
 def session_key(code: str, part: str) -> str:

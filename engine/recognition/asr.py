@@ -22,6 +22,9 @@ class DecodeOptions:
     task: Literal["transcribe", "translate"] = "transcribe"
     beam_size: int = 1
     prompt: str | None = None
+    hotwords: str | None = None
+    """Terms to bias the decode towards (engine/terms.py): text before the prompt in
+    Whisper's previous-text slot (faster-whisper's ``hotwords``)."""
     prefix: str | None = None
     """The text of the audio's first part (captions already final): the decoder hears that
     audio as context and returns only the words after it (none if it could not follow it)."""

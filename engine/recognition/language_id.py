@@ -100,6 +100,12 @@ class DetectingRecognizer:
     def take_final_audio(self, segment: int) -> Samples | None:
         return self._inner.take_final_audio(segment) if self._inner is not None else None
 
+    def set_terms(self, hint: str) -> None:
+        """Pass new terms on; before detection ``make`` builds the recogniser with the
+        session's terms of that moment."""
+        if self._inner is not None:
+            self._inner.set_terms(hint)
+
     def push(self, samples: Samples) -> None:
         if self._inner is not None:
             self._inner.push(samples)

@@ -194,7 +194,10 @@ class StreamingRecognizer:
         *,
         start_time: float = 0.0,
         context: str = "",
+        terms: str = "",
     ) -> None:
+        """``terms``: the session's terms as hint text (engine/terms.py), given to every
+        decode, drafts and finals; :meth:`set_terms` replaces it while the stream runs."""
         self.config = config or RecognizerConfig()
         self._transcriber = transcriber
         self._vad = vad
@@ -206,6 +209,7 @@ class StreamingRecognizer:
         """How much audio the VAD has been given: it keeps the part of a window it has not
         scored yet, so that part must not be given again."""
         self._context = context
+        self._terms = terms
         self._segment = _Segment(self._buffer.origin)
         self.processed_until = self._buffer.origin
         self._final_audio: dict[int, Samples] = {}
@@ -246,6 +250,10 @@ class StreamingRecognizer:
     def context(self) -> str:
         """Recent final text, for the next stream of the same session."""
         return self._context
+
+    def set_terms(self, hint: str) -> None:
+        """The session's terms changed: every decode from now on is biased towards them."""
+        self._terms = hint
 
     def take_final_audio(self, segment: int) -> Samples | None:
         """The audio of a segment just finalised (kept only with ``keep_final_audio``, for
@@ -361,6 +369,7 @@ class StreamingRecognizer:
             language=self.config.language,
             beam_size=beam,
             prompt=self._prompt(prefix),
+            hotwords=self._terms or None,
             prefix=prefix or None,
             max_new_tokens=budget,
             word_timestamps=timestamps,

@@ -19,6 +19,10 @@ queued, at the voice's normal speed):
 - over ``bound_s`` it skips to the newest sentence: the older queued pieces are dropped and
   the next audio header says how many (``skipped``) so the listener can be told.
 
+A corrected final (``rev`` > 0, a person's correction re-made into this language) replaces
+the queued pieces of its segment when none of them has been spoken yet, so the line is
+spoken corrected; once any piece of it was synthesised it is not spoken again.
+
 Overflow policy of the text queue: at most ``max_pieces`` pieces wait; beyond that the oldest
 are dropped and counted as skipped. Synthesis runs in the ``tts`` worker pool (the one thread
 crossing, engine/workers.py); a saturated pool is retried after a short wait.
@@ -169,6 +173,10 @@ class SpeakerStats:
     """Seconds from a final being handed over to its first audio being published."""
 
 
+SEGMENTS_REMEMBERED = 256
+"""Spoken segments remembered, so that a late correction of one is not spoken again."""
+
+
 class LanguageSpeaker:
     """Speaks one language's finals in order, keeping pace (module docstring)."""
 
@@ -201,6 +209,8 @@ class LanguageSpeaker:
         self._idle.set()
         self._cps = self.config.chars_per_second
         self._failing = False
+        self._started: deque[int] = deque(maxlen=SEGMENTS_REMEMBERED)
+        """Segments of which a piece was taken to be spoken (newest last)."""
         self.stats = stats if stats is not None else SpeakerStats()
         self._task = asyncio.create_task(self._loop(), name=f"speech-{lang}")
 
@@ -221,6 +231,27 @@ class LanguageSpeaker:
             self._queue.popleft()
             self._dropped += 1
         self._wake.set()
+
+    def correct(self, caption: Caption) -> bool:
+        """A corrected final: its text replaces the queued pieces of its segment if none of
+        them was spoken yet (True); otherwise it is not spoken (False)."""
+        segment = caption.segment
+        if self._closed or segment in self._started:
+            return False
+        places = [i for i, piece in enumerate(self._queue) if piece.segment == segment]
+        if not places:
+            return False
+        first = self._queue[places[0]]
+        kept = [piece for piece in self._queue if piece.segment != segment]
+        pieces = [
+            _Piece(segment, first.sentence, text, False, first.queued)
+            for sentence in speech_pieces(caption.text, self.config.clause_chars)
+            for text in sentence
+        ]
+        if pieces:
+            pieces[-1] = _Piece(segment, first.sentence, pieces[-1].text, True, first.queued)
+        self._queue = deque([*kept[: places[0]], *pieces, *kept[places[0] :]])
+        return True
 
     @property
     def queued(self) -> int:
@@ -286,6 +317,8 @@ class LanguageSpeaker:
                 self._dropped += self._skip_to_newest()
             rate = self.rate_for(self.behind())
             piece = self._queue.popleft()
+            if not self._started or self._started[-1] != piece.segment:
+                self._started.append(piece.segment)
             await self._speak(voice, piece, rate)
 
     async def _speak(self, voice: Synthesizer, piece: _Piece, rate: float) -> None:
@@ -381,8 +414,14 @@ class SessionSpeaker:
             )
 
     def on_final(self, caption: Caption) -> None:
+        """Speak a translation final; a correction (``rev`` > 0) only replaces what is
+        still unspoken of its line."""
         speaker = self.speakers.get(caption.lang)
-        if speaker is not None and caption.is_final:
+        if speaker is None or not caption.is_final:
+            return
+        if caption.rev:
+            speaker.correct(caption)
+        else:
             speaker.say(caption)
 
     async def drain(self) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol, get_args
 
 from engine.events import Caption, SessionState
+from engine.terms import Term
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
@@ -128,6 +129,22 @@ class SessionStore(Protocol):
         """Delete sessions whose last moment is before ``cutoff``; return how many."""
         ...
 
+    def set_terms(self, code: str, terms: tuple[Term, ...]) -> None:
+        """Replace the session's term list (engine/terms.py)."""
+        ...
+
+    def terms(self, code: str) -> tuple[Term, ...]:
+        """The session's term list; empty when none was given."""
+        ...
+
+    def add_editor(self, code: str, token_hash: str, at: float) -> None:
+        """Remember an editor token the presenter made (its hash), at unix time ``at``."""
+        ...
+
+    def is_editor(self, code: str, token_hash: str) -> bool:
+        """Whether the session has an editor token with this hash."""
+        ...
+
     def close(self) -> None:
         """Release the store's resources."""
         ...
@@ -144,12 +161,12 @@ def normalise_code(code: str) -> str:
 
 
 def new_token() -> str:
-    """A new presenter token: 192 random bits, URL-safe base64 (32 characters)."""
+    """A new presenter or editor token: 192 random bits, URL-safe base64 (32 characters)."""
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def hash_token(token: str) -> str:
-    """The stored form of a presenter token: SHA-256, hex.
+    """The stored form of a presenter or editor token: SHA-256, hex.
 
     A plain fast hash is enough here, unlike for passwords: the token is drawn by
     :func:`new_token` from 192 random bits, so guessing a preimage of a leaked hash means

@@ -29,6 +29,7 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from engine import terms as term_list
 from engine.delivery.redis_keys import SESSION_PARTS, SESSIONS_INDEX, id_key, session_key
 from engine.events import Caption, SessionState, Speaker
 from engine.store.base import (
@@ -267,6 +268,30 @@ class RedisSessionStore:
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.warning("could not purge expired sessions: Redis unavailable (%s)", exc)
             return 0
+
+    def set_terms(self, code: str, terms: tuple[term_list.Term, ...]) -> None:
+        """Replace the session's term list."""
+        norm = normalise_code(code)
+        if not self._redis.exists(session_key(norm, "rec")):
+            raise UnknownSession(f"no session with code {norm!r}")
+        self._redis.set(session_key(norm, "terms"), term_list.dumps(terms))
+
+    def terms(self, code: str) -> tuple[term_list.Term, ...]:
+        """The session's term list; empty when none was given."""
+        raw = cast(bytes | None, self._redis.get(session_key(normalise_code(code), "terms")))
+        return term_list.loads(raw)
+
+    def add_editor(self, code: str, token_hash: str, at: float) -> None:
+        """Remember an editor token (its hash) of the session."""
+        norm = normalise_code(code)
+        if not self._redis.exists(session_key(norm, "rec")):
+            raise UnknownSession(f"no session with code {norm!r}")
+        self._redis.sadd(session_key(norm, "editors"), token_hash)
+
+    def is_editor(self, code: str, token_hash: str) -> bool:
+        """Whether the session has an editor token with this hash."""
+        key = session_key(normalise_code(code), "editors")
+        return bool(self._redis.sismember(key, token_hash))
 
     def close(self) -> None:
         self._redis.close()

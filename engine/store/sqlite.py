@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from engine import terms as term_list
 from engine.events import Caption, SessionState, Speaker
 from engine.store.base import (
     SESSION_STATES,
@@ -99,6 +100,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             token_hash TEXT NOT NULL,
             position INTEGER NOT NULL,
             PRIMARY KEY (session_id, id)
+        ) WITHOUT ROWID
+        """,
+    ),
+    (
+        # The session's term list (JSON, engine/terms.py) and the editor tokens the
+        # presenter made (hashed, like the presenter token).
+        "ALTER TABLE sessions ADD COLUMN terms TEXT",
+        """
+        CREATE TABLE editors (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            token_hash TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (session_id, token_hash)
         ) WITHOUT ROWID
         """,
     ),
@@ -370,6 +384,46 @@ class SqliteSessionStore:
         query = "DELETE FROM sessions WHERE coalesce(ended_at, created_at) < ?"
         # Finals go with their session through ON DELETE CASCADE, in the same statement.
         return self._run(lambda conn: conn.execute(query, (cutoff,)).rowcount)
+
+    def set_terms(self, code: str, terms: tuple[term_list.Term, ...]) -> None:
+        """Replace the session's term list."""
+        norm = normalise_code(code)
+        query = "UPDATE sessions SET terms = ? WHERE code = ?"
+        text = term_list.dumps(terms)
+        if self._run(lambda conn: conn.execute(query, (text, norm)).rowcount) == 0:
+            raise UnknownSession(f"no session with code {norm!r}")
+
+    def terms(self, code: str) -> tuple[term_list.Term, ...]:
+        """The session's term list; empty when none was given (or no such session)."""
+        query = "SELECT terms FROM sessions WHERE code = ?"
+        row = self._run(lambda conn: conn.execute(query, (normalise_code(code),)).fetchone())
+        return term_list.loads(row[0] if row else None)
+
+    def add_editor(self, code: str, token_hash: str, at: float) -> None:
+        """Remember an editor token (its hash) of the session."""
+        norm = normalise_code(code)
+        query = (
+            "INSERT OR IGNORE INTO editors (session_id, token_hash, created_at) "
+            "SELECT id, ?, ? FROM sessions WHERE code = ?"
+        )
+
+        def work(conn: sqlite3.Connection) -> None:
+            if (
+                conn.execute(query, (token_hash, at, norm)).rowcount == 0
+                and not conn.execute("SELECT 1 FROM sessions WHERE code = ?", (norm,)).fetchone()
+            ):
+                raise UnknownSession(f"no session with code {norm!r}")
+
+        self._run(work)
+
+    def is_editor(self, code: str, token_hash: str) -> bool:
+        """Whether the session has an editor token with this hash."""
+        query = (
+            "SELECT 1 FROM editors e JOIN sessions s ON s.id = e.session_id "
+            "WHERE s.code = ? AND e.token_hash = ?"
+        )
+        params = (normalise_code(code), token_hash)
+        return self._run(lambda conn: conn.execute(query, params).fetchone()) is not None
 
     def close(self) -> None:
         """Close the connection; later calls raise ``sqlite3.ProgrammingError``."""

@@ -19,6 +19,17 @@ Translation is made once per target language (a *lane*), never once per listener
   stabilised (:func:`engine.translation.text.stabilise`). A draft of a segment a sentence
   final already covers is never published, and drafts never wait behind finals.
 
+Corrections (engine/editing.py): a person's correction of a source final reaches the stage
+through :meth:`SessionTranslator.correct`. A sentence not yet translated is translated with
+the corrected text; a translation final already published is made again from its sentence's
+corrected source text and published with the same ``segment`` and ``sources`` and the next
+``rev``, ahead of the sentences waiting in the lane and after the re-makes before it (a
+re-made line is published even when its text came out the same: every caption language
+hears of every correction). A Whisper-translate lane decodes the sentence's audio again with
+the corrected words as hint text: the stage keeps the audio of its recent sentences for
+that, at most ``recent_audio_s`` seconds of it (older sentences are re-made by the route's
+text backend if it has one, else left as they were).
+
 Overflow policy of the finals queue: finals are never dropped. The queue holds at most one
 entry per closed sentence, so it grows at the session's sentence rate. When more than
 ``degrade_backlog`` sentences wait in a lane, or the final backend's pool is saturated,
@@ -40,6 +51,7 @@ import numpy as np
 
 from engine import languages
 from engine.events import Caption, ErrorEvent, Event
+from engine.revisions import Remake, changed_words
 from engine.translation.backends import PooledTranslator, TargetPlan, WhisperTranslate
 from engine.translation.sentences import Sentence, SentenceAssembler, SentenceRules, SourcePiece
 from engine.translation.text import Glossary, Terms, stabilise
@@ -65,6 +77,11 @@ class TranslationConfig:
     degrade_backlog: int = 4
     context_chars: int = 200
     sentences: SentenceRules = field(default_factory=SentenceRules)
+    recent_audio_s: float = 120.0
+    """Seconds of recent sentences' audio kept (only where a route translates speech) so a
+    correction can be decoded again from it."""
+    corrections_kept: int = 1024
+    """Corrected source texts remembered for sentences not translated yet."""
 
 
 @dataclass(slots=True)
@@ -101,6 +118,17 @@ class _Closed:
     closed: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Redo:
+    """A published translation final to make again (a correction of one of its sources)."""
+
+    line: Caption
+    """Its newest revision."""
+    source_text: str
+    taught: tuple[str, ...]
+    """Words the correction brought (hint text for a speech decode)."""
+
+
 class _Lane:
     """The translation state of one target language."""
 
@@ -112,7 +140,7 @@ class _Lane:
         self.pending: OrderedDict[int, _Draft] = OrderedDict()
         """The newest untranslated draft of each open segment, oldest segment first."""
         self.wake = asyncio.Event()
-        self.finals: asyncio.Queue[_Closed | None] = asyncio.Queue()
+        self.finals: asyncio.Queue[_Closed | _Redo | None] = asyncio.Queue()
         self.covered: OrderedDict[int, None] = OrderedDict()
         """Source segments a queued sentence covers (the newest ``COVERED_KEPT``): their
         drafts are never shown again. A set, not a high-water mark: in a panel, speakers'
@@ -127,6 +155,8 @@ class _Lane:
         """Some sentence was left untranslated while nobody read this language."""
         self.lock = asyncio.Lock()
         self.tasks: list[asyncio.Task[None]] = []
+        self.redoing: asyncio.Task[None] | None = None
+        """The newest re-make of a corrected line; each waits for the one before it."""
 
     def cover(self, segments: Iterable[int]) -> int:
         """A sentence final covers ``segments``: drop their drafts' state; how many pending
@@ -142,9 +172,9 @@ class _Lane:
         return dropped
 
     def is_covered(self, segment: int) -> bool:
-        return segment in self.covered or (
-            bool(self.covered) and segment < next(iter(self.covered))
-        )
+        if segment in self.covered:
+            return True
+        return len(self.covered) >= COVERED_KEPT and segment < next(iter(self.covered))
 
 
 class SessionTranslator:
@@ -173,6 +203,11 @@ class SessionTranslator:
         """The open sentence of each speaker (a panel's speakers talk at once)."""
         self._pauses: dict[str, asyncio.Task[None]] = {}
         self._closed = False
+        self._corrected: OrderedDict[int, tuple[str, tuple[str, ...]]] = OrderedDict()
+        """Source segment -> its corrected text and the words the correction brought."""
+        self._keeps_audio = any(plan.route.speech_final for plan in plans.values())
+        self._recent: OrderedDict[int, Sentence] = OrderedDict()
+        """Recent closed sentences by first segment, with their audio (speech routes)."""
 
     @property
     def languages(self) -> frozenset[str]:
@@ -214,6 +249,58 @@ class SessionTranslator:
     def set_glossary(self, glossary: Mapping[str, Mapping[str, str]]) -> None:
         """Replace the presenter's glossary; applies to every translation from now on."""
         self._glossary = Glossary(glossary)
+
+    def correct(self, caption: Caption, remakes: Iterable[Remake] = ()) -> None:
+        """A person corrected the source final ``caption`` (``rev`` > 0): a sentence not
+        translated yet takes the corrected text; each of ``remakes`` (the published
+        translation finals covering it, engine/revisions.py) is made again in its lane."""
+        previous = self._corrected.pop(caption.segment, None)
+        taught = tuple(changed_words(previous[0] if previous else "", caption.text))
+        self._corrected[caption.segment] = (caption.text, taught)
+        while len(self._corrected) > self.config.corrections_kept:
+            self._corrected.popitem(last=False)
+        self._start()
+        for remake in remakes:
+            lane = self._lanes.get(remake.line.lang)
+            if lane is not None and not self._closed:
+                words = tuple(changed_words(self._text_before(remake.line), caption.text))
+                self._queue_redo(lane, _Redo(remake.line, remake.source_text, words))
+
+    def _queue_redo(self, lane: _Lane, job: _Redo) -> None:
+        """Re-make a line ahead of the sentences waiting in the lane (a person waits for
+        it), after the re-makes before it (so the last correction's is published last)."""
+        before = lane.redoing
+
+        async def redo() -> None:
+            if before is not None:
+                await asyncio.gather(before, return_exceptions=True)
+            await self._redo(lane, job)
+
+        lane.redoing = asyncio.create_task(redo(), name=f"mt-redo-{lane.target}")
+        lane.redoing.add_done_callback(_log_crash)
+
+    def _text_before(self, line: Caption) -> str:
+        """The source text a published line was made from, as far as this stage knows."""
+        sentence = self._recent.get(line.segment)
+        return "" if sentence is None else sentence.text
+
+    def source_text(self, sentence: Sentence) -> str:
+        """The sentence's source text with every correction made to it so far."""
+        parts = []
+        for piece in sentence.pieces:
+            corrected = self._corrected.get(piece.caption.segment)
+            text = (piece.caption.text if corrected is None else corrected[0]).strip()
+            if text:
+                parts.append(text)
+        return " ".join(parts)
+
+    def _taught(self, segments: Iterable[int]) -> tuple[str, ...]:
+        words: dict[str, None] = {}
+        for segment in segments:
+            corrected = self._corrected.get(segment)
+            if corrected is not None:
+                words.update(dict.fromkeys(corrected[1]))
+        return tuple(words)
 
     async def on_source(self, caption: Caption, audio: np.ndarray | None = None) -> None:
         """Take the next source caption (in order); ``audio`` is the segment's 16 kHz audio,
@@ -257,6 +344,8 @@ class SessionTranslator:
         for who in list(self._sentences):
             self._close_sentence(who)
         await asyncio.gather(*(lane.finals.join() for lane in self._lanes.values()))
+        redoing = [lane.redoing for lane in self._lanes.values() if lane.redoing is not None]
+        await asyncio.gather(*redoing, return_exceptions=True)
 
     async def close(self) -> None:
         """Finish the queued finals, cancel drafts, stop every lane's tasks."""
@@ -272,7 +361,8 @@ class SessionTranslator:
         for task in draft_tasks:
             task.cancel()
         final_tasks = [t for lane in self._lanes.values() for t in lane.tasks[1:]]
-        await asyncio.gather(*final_tasks, *draft_tasks, return_exceptions=True)
+        redoing = [lane.redoing for lane in self._lanes.values() if lane.redoing is not None]
+        await asyncio.gather(*final_tasks, *draft_tasks, *redoing, return_exceptions=True)
 
     # -- sentences ---------------------------------------------------------------------------
 
@@ -300,10 +390,26 @@ class SessionTranslator:
 
     def _enqueue(self, sentence: Sentence) -> None:
         self.stats.sentences += 1
+        self._remember(sentence)
         closed = _Closed(sentence, time.perf_counter())
         for lane in self._lanes.values():
             self.stats.drafts_late += lane.cover(sentence.segments)
             lane.finals.put_nowait(closed)
+
+    def _remember(self, sentence: Sentence) -> None:
+        """Keep a closed sentence (with its audio where a route translates speech) within
+        ``recent_audio_s``; without speech routes, only its text, for the last few."""
+        if not self._keeps_audio:
+            sentence = Sentence(
+                tuple(SourcePiece(p.caption) for p in sentence.pieces), sentence.context
+            )
+        self._recent[sentence.first.segment] = sentence
+        limit = self.config.recent_audio_s
+        while self._recent and (
+            sum(s.end - s.start for s in self._recent.values()) > limit
+            or len(self._recent) > self.config.corrections_kept
+        ):
+            self._recent.popitem(last=False)
 
     # -- lanes ------------------------------------------------------------------------------
 
@@ -395,21 +501,70 @@ class SessionTranslator:
 
     async def _final_loop(self, lane: _Lane) -> None:
         while True:
-            closed = await lane.finals.get()
+            job = await lane.finals.get()
             try:
-                if closed is None:
+                if job is None:
                     return
-                caption = await self._final_caption(lane, closed.sentence)
+                if isinstance(job, _Redo):
+                    await self._redo(lane, job)
+                    continue
+                used = self.source_text(job.sentence)
+                caption = await self._final_caption(lane, job.sentence)
                 if caption is not None:
                     async with lane.lock:
                         await self._publish(caption)
-                    self.stats.final_latency.append(time.perf_counter() - closed.closed)
+                    self.stats.final_latency.append(time.perf_counter() - job.closed)
+                    now = self.source_text(job.sentence)
+                    if now != used:  # corrected while it was being translated
+                        words = self._taught(job.sentence.segments)
+                        self._queue_redo(lane, _Redo(caption, now, words))
             finally:
                 lane.finals.task_done()
 
+    async def _redo(self, lane: _Lane, job: _Redo) -> None:
+        """Make a published translation final again from its corrected source text."""
+        line = job.line
+        sentence = self._recent.get(line.segment)
+        audio = sentence.audio() if sentence is not None else None
+        plan = lane.plan
+        try:
+            if plan.route.speech_final and self._whisper is not None and audio is not None:
+                text = await self._translate_speech(lane, audio, job.taught)
+            else:
+                backend = plan.final or plan.draft
+                if backend is None:
+                    log.info(
+                        "no way to re-make %s line %d: left as it was", lane.target, line.segment
+                    )
+                    return
+                context = sentence.context if sentence is not None else None
+                text = await self._translate_text(
+                    backend, lane.target, job.source_text, context or None
+                )
+        except Exception:  # a model failure: the line stays as it was
+            log.exception("re-making %s line %d failed", lane.target, line.segment)
+            return
+        async with lane.lock:
+            await self._publish(
+                Caption(
+                    segment=line.segment,
+                    lang=line.lang,
+                    source=False,
+                    state="final",
+                    text=text,
+                    start=line.start,
+                    end=line.end,
+                    stable=len(text),
+                    sources=line.sources,
+                    rev=line.rev + 1,
+                    speaker=line.speaker,
+                )
+            )
+
     async def _final_caption(self, lane: _Lane, sentence: Sentence) -> Caption | None:
         text = ""
-        if sentence.text:
+        source_text = self.source_text(sentence)
+        if source_text:
             try:
                 made = await self._translate_final(lane, sentence)
                 if made is None:
@@ -422,7 +577,7 @@ class SessionTranslator:
             except Exception as exc:  # a model failure: tell the audience, keep the session
                 self.stats.finals_failed += 1
                 log.exception("final translation %s->%s failed", self.source, lane.target)
-                text = f"[{self.source}, untranslated] {sentence.text}"
+                text = f"[{self.source}, untranslated] {source_text}"
                 if not lane.failing:
                     lane.failing = True
                     await self._publish(
@@ -453,10 +608,14 @@ class SessionTranslator:
                 if plan.route.speech_final:
                     audio = sentence.audio()
                     if lane.reading and self._whisper is not None and audio is not None:
-                        return await self._translate_speech(lane, audio)
+                        taught = self._taught(sentence.segments)
+                        return await self._translate_speech(lane, audio, taught)
                 elif plan.final is not None:
                     return await self._translate_text(
-                        plan.final, lane.target, sentence.text, sentence.context or None
+                        plan.final,
+                        lane.target,
+                        self.source_text(sentence),
+                        sentence.context or None,
                     )
             except Saturated:
                 if plan.draft is None:
@@ -468,16 +627,22 @@ class SessionTranslator:
             raise RuntimeError(f"neither audio nor a text route for a final into {lane.target}")
         if lane.reading:
             self.stats.finals_degraded += 1
-        return await self._translate_text(plan.draft, lane.target, sentence.text)
+        return await self._translate_text(plan.draft, lane.target, self.source_text(sentence))
 
-    async def _translate_speech(self, lane: _Lane, audio: np.ndarray) -> str:
+    async def _translate_speech(
+        self, lane: _Lane, audio: np.ndarray, taught: Iterable[str] = ()
+    ) -> str:
+        """``audio`` translated by Whisper; ``taught``: words a person's correction brought
+        (names, numbers), given as hint text with the glossary's."""
         assert self._whisper is not None
         terms = self._glossary.for_target(lane.target)
-        # Whisper conditions on its own earlier output: the previous English translation.
-        prompt = " ".join(
-            p for p in (terms.hint() if terms else "", lane.previous_translation) if p
-        )
-        text = await self._whisper(audio, prompt[-self.config.context_chars :] or None)
+        hints = ", ".join([*(taught or ()), *([terms.hint()] if terms else [])])
+        # Whisper conditions on its own earlier output: the previous English translation,
+        # cut so that the hints always fit.
+        room = max(0, self.config.context_chars - len(hints))
+        previous = lane.previous_translation[-room:] if room else ""
+        prompt = " ".join(p for p in (hints, previous) if p)
+        text = await self._whisper(audio, prompt or None)
         return terms.substitute(text) if terms else text
 
     async def _translate_text(

@@ -4,7 +4,9 @@
 // (`.caption-row`), holding one line per language (`p.caption`): the source line first, then the
 // translation into the chosen language, if any. A draft is shown in place (grey; the part past
 // `stable` in italics) and every later draft or the final rewrites that same line, so text never
-// jumps to another line. Finals are marked `data-state="final"` and never change again. A row
+// jumps to another line. Finals are marked `data-state="final"` and change only by a person's
+// correction (a final with a higher `rev`), which replaces the line in place, marked
+// `data-rev`. A row
 // that holds a translation is marked `data-translated`; the stylesheet decides whether the source
 // line above it shows (bilingual view) or not. The view follows the newest caption while the
 // reader is at the bottom; scrolling up pauses that and shows the optional "jump to live" button.
@@ -72,7 +74,8 @@ export class CaptionView {
     if (!this.accepts(event)) return false;
     const key = CaptionView.key(event);
     let entry = this.lines.get(key);
-    if (entry && (entry.final || (typeof event.seq === 'number' && event.seq <= entry.seq))) {
+    if (entry && entry.final && !CaptionView.corrects(event, entry)) return false;
+    if (entry && !entry.final && typeof event.seq === 'number' && event.seq <= entry.seq) {
       return false;
     }
     const final = event.state === 'final';
@@ -82,6 +85,8 @@ export class CaptionView {
     if (!entry) entry = this.#create(key, event, final);
     entry.seq = typeof event.seq === 'number' ? event.seq : entry.seq;
     entry.final = final;
+    entry.rev = event.rev || 0;
+    if (entry.rev > 0) entry.element.dataset.rev = String(entry.rev);
     const state = final ? 'final' : 'draft';
     if (entry.element.dataset.state !== state) entry.element.dataset.state = state;
     if (typeof event.end === 'number') entry.element.dataset.end = String(event.end);
@@ -108,6 +113,15 @@ export class CaptionView {
     if (this.source !== null && Boolean(event.source) !== this.source) return false;
     if (!event.source && event.lang !== this.translation) return false;
     return true;
+  }
+
+  /** Whether final `event` is a correction of the line `entry` shows (a higher `rev`; of
+   * equal ones, the later `seq`). */
+  static corrects(event, entry) {
+    if (event.state !== 'final') return false;
+    const rev = event.rev || 0;
+    if (rev !== (entry.rev || 0)) return rev > (entry.rev || 0);
+    return rev > 0 && typeof event.seq === 'number' && event.seq > entry.seq;
   }
 
   /** The identity of a caption line: source or translation, language, segment. */
@@ -150,7 +164,7 @@ export class CaptionView {
       row.append(element);
       row.dataset.translated = '';
     }
-    const entry = { element, row, stable, tail, seq: -Infinity, final: false };
+    const entry = { element, row, stable, tail, seq: -Infinity, final: false, rev: 0 };
     this.lines.set(key, entry);
     return entry;
   }

@@ -1,5 +1,8 @@
-// The "start a session" form (templates/index.html): POST /api/sessions, then open the
-// presenter console at the returned present_url (`/p/{code}#token=...`).
+// The "start a session" form (templates/index.html): POST /api/sessions (with the pasted term
+// list, ./edit-state.js parseTerms), then open the presenter console at the returned
+// present_url (`/p/{code}#token=...`).
+
+import { parseTerms } from './edit-state.js';
 
 const form = document.getElementById('create-form');
 const title = document.getElementById('title');
@@ -8,6 +11,7 @@ const button = document.getElementById('create-button');
 const errorBox = document.getElementById('create-error');
 const targetList = document.getElementById('targets');
 const targetsEmpty = document.getElementById('targets-empty');
+const termsBox = document.getElementById('terms');
 const languageNames = new Map(
   Array.from(sourceLanguage.options, (option) => [option.value, option.textContent.trim()]),
 );
@@ -88,6 +92,7 @@ form.addEventListener('submit', async (event) => {
           targetList.querySelectorAll('input[name="target_languages"]:checked'),
           (box) => box.value,
         ),
+        terms: termsBox ? parseTerms(termsBox.value) : [],
       }),
     });
     if (!response.ok) throw new Error(await readError(response));

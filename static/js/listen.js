@@ -194,7 +194,7 @@ function onCaption(event) {
   if (!view.accepts(event)) return;
   const key = CaptionView.key(event);
   const final = event.state === 'final';
-  if (final && finalsShown.has(key)) {
+  if (final && finalsShown.has(key) && !event.rev) {
     stats.duplicateFinals += 1;
     return;
   }

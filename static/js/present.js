@@ -1,6 +1,7 @@
 // The presenter console (templates/present.html): microphone picker, start/stop, level meter,
-// status line, the presenter's own live captions, and the share panel (join code, link, QR
-// code, listener count, transcript downloads, "End session").
+// status line, the presenter's own live captions, the editor panel (./edit-panel.js: fix a
+// final, the term list), and the share panel (join code, link, QR code, listener count,
+// transcript downloads, a new editor link, "End session").
 //
 // The presenter token arrives in the URL fragment (`#token=...`, never sent to the server by the
 // browser). It is kept in sessionStorage for this tab and then removed from the address bar so a
@@ -9,6 +10,7 @@
 // `window.interpStats` exposes counters for tests and for debugging in the console.
 
 import { CaptionView } from './captions.js';
+import { mountEditPanel } from './edit-panel.js';
 import { MicCapture, TARGET_RATE, listMicrophones } from './mic-capture.js';
 import { PresenterSocket } from './presenter-socket.js';
 import { PresenterPeer } from './presenter-webrtc.js';
@@ -32,6 +34,7 @@ const ui = {
   jumpLive: document.getElementById('jump-live'),
   copyLink: document.getElementById('copy-link'),
   copyPresenterLink: document.getElementById('copy-presenter-link'),
+  makeEditorLink: document.getElementById('make-editor-link'),
   listenLink: document.getElementById('listen-link'),
   joinOrigin: document.getElementById('join-origin'),
   listenerCount: document.getElementById('share-listener-count'),
@@ -493,6 +496,34 @@ window.addEventListener('pagehide', () => {
   if (socket) socket.abort('page closed');
 });
 ui.endSession.addEventListener('click', endSession);
+if (ui.makeEditorLink) {
+  ui.makeEditorLink.disabled = !token;
+  ui.makeEditorLink.addEventListener('click', async () => {
+    try {
+      const response = await fetch(`/api/sessions/${encodeURIComponent(code)}/editors`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
+      });
+      const body = await response.json();
+      if (!response.ok) throw new Error(body.error || `${response.status}`);
+      await copyText(`${window.location.origin}${body.edit_url}`, ui.makeEditorLink);
+    } catch (error) {
+      showError(`Could not make an editor link: ${error.message}`);
+    }
+  });
+}
+// The editor panel follows the session over a listener socket of its own, which counts in
+// the audience: it connects only once the presenter opens it.
+const editDetails = document.getElementById('edit-details');
+window.interpEdit = mountEditPanel(document.querySelector('.edit-panel'), {
+  code,
+  language,
+  token,
+  start: false,
+});
+editDetails.addEventListener('toggle', () => {
+  if (editDetails.open) window.interpEdit.start();
+});
 ui.transcriptLang.addEventListener('change', renderTranscriptLinks);
 document.addEventListener('visibilitychange', () => {
   if (document.visibilityState !== 'visible') return;

@@ -153,3 +153,25 @@ def test_listener_count_excludes_the_presenter() -> None:
     assert hub.listener_count("ABC") == 1
     hub.unsubscribe(a)
     assert hub.listener_count("ABC") == 0
+
+
+def test_a_correction_replaces_the_queued_final_of_its_line() -> None:
+    queue = ListenerQueue()
+    queue.put(cap(1, "final", "team viewer", seq=1))
+    queue.put(cap(2, "final", "next", seq=2))
+    queue.put(Caption(1, "en", True, "final", "TeamViewer", 0.0, 1.0, seq=3, rev=1))
+    assert [(c.segment, c.text) for c in drain(queue)] == [(2, "next"), (1, "TeamViewer")]  # type: ignore[attr-defined]
+
+
+async def test_backfill_holds_the_newest_revision_of_each_line_once() -> None:
+    hub = InMemoryHub()
+    hub.open("ABCDEF")
+    first = await hub.emit("ABCDEF", cap(0, "final", "team viewer"))
+    await hub.emit("ABCDEF", cap(1, "final", "next"))
+    fixed = Caption(0, "en", True, "final", "TeamViewer", 0.0, 1.0, rev=1)
+    await hub.emit("ABCDEF", fixed)
+    for since, expected in ((0, ["next", "TeamViewer"]), (first.seq, ["next", "TeamViewer"])):
+        sub = hub.subscribe("ABCDEF", frozenset({"en"}), since)
+        assert [e.text for e in drain(sub.queue)] == expected  # type: ignore[attr-defined]
+    late = hub.subscribe("ABCDEF", frozenset({"en"}), first.seq + 1)
+    assert [e.text for e in drain(late.queue)] == ["TeamViewer"]  # type: ignore[attr-defined]

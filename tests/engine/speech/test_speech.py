@@ -209,3 +209,24 @@ async def test_no_voice_means_captions_only(lang: str) -> None:
     await asyncio.wait_for(speaker.drain(), 5)
     assert sink.events == []
     await speaker.close()
+
+
+async def test_a_correction_is_spoken_corrected_before_its_line_and_never_after() -> None:
+    voice = FakeVoice(delay=0.2)
+    sink = Sink()
+
+    async def source(lang: str) -> FakeVoice:
+        return voice
+
+    speaker = LanguageSpeaker("es", source, _run_in_thread, sink.publish, PaceConfig(lead_s=5))
+    speaker.say(_final(0, "Hola a todos."))
+    speaker.say(_final(1, "Usamos equipo visor."))
+    await asyncio.sleep(0.05)  # segment 0 is being synthesised; segment 1 waits
+    assert not speaker.correct(Caption(0, "es", False, "final", "Hola, amigos.", 0, 1, rev=1))
+    assert speaker.correct(Caption(1, "es", False, "final", "Usamos TeamViewer.", 0, 1, rev=1))
+    await asyncio.wait_for(speaker.drain(), 5)
+    assert [a.text for a in sink.audio] == ["Hola a todos.", "Usamos TeamViewer."]
+    assert [a.last for a in sink.audio] == [True, True]
+    # Once spoken, a line is not spoken again, however it is corrected.
+    assert not speaker.correct(Caption(1, "es", False, "final", "Usamos Zoom.", 0, 1, rev=2))
+    await speaker.close()

@@ -763,3 +763,69 @@ async def test_each_speaker_of_a_panel_has_a_sentence_of_their_own(
     assert [(c.sources, c.speaker) for c in finals] == [((0, 2), ann), ((1, 3), bob)]
     assert finals[0].text == "es:We es:grew es:by es:ten es:percent."
     await session.close()
+
+
+# -- corrections ---------------------------------------------------------------------------
+
+
+async def test_a_correction_remakes_a_published_sentence_and_reaches_one_not_translated(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    from engine.revisions import RevisionBook
+
+    translator = ScriptedTranslator("es")
+    published = Recorder()
+    session = SessionTranslator("en", published, {"es": plan_for("es", translator, pools("es"))})
+    session.set_languages({"es"})
+    await session.on_source(final(0, "We use team"))
+    await session.on_source(final(1, "viewer."))
+    await session.drain()
+    (line,) = published.captions("es", "final")
+    # Correct segment 1 of the published sentence: its line is made again, rev 1.
+    fixed = Caption(1, "en", True, "final", "TeamViewer.", 10.0, 13.0, rev=1)
+    book = RevisionBook([final(0, "We use team"), final(1, "viewer."), line])
+    session.correct(fixed, book.remakes(fixed))
+    # And segment 2 while its sentence is still open: its final takes the correction.
+    await session.on_source(final(2, "Six hundred"))
+    session.correct(Caption(2, "en", True, "final", "627,000", 20.0, 23.0, rev=1))
+    await session.on_source(final(3, "units."))
+    await session.drain()
+    finals = published.captions("es", "final")
+    assert [(c.segment, c.rev, c.sources, c.text) for c in finals] == [
+        (0, 0, (0, 1), "es:We es:use es:team es:viewer."),
+        (0, 1, (0, 1), "es:We es:use es:team es:TeamViewer."),
+        (2, 0, (2, 3), "es:627,000 es:units."),
+    ]
+    assert (finals[1].start, finals[1].end) == (line.start, line.end)
+    await session.close()
+
+
+async def test_a_speech_route_decodes_a_corrected_sentence_again_with_its_words(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    from engine.revisions import Remake
+
+    prompts: list[str | None] = []
+
+    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+        prompts.append(prompt)
+        return f"decoded with {prompt}"
+
+    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
+    published = Recorder()
+    session = SessionTranslator(
+        "de", published, {"en": TargetPlan(route, None, None)}, whisper_translate=fake_whisper
+    )
+    session.set_languages({"en"})
+    await session.on_source(
+        Caption(0, "de", True, "final", "Herr Miller kommt.", 0, 2), np.zeros(16000, np.float32)
+    )
+    await session.drain()
+    (line,) = published.captions("en", "final")
+    fixed = Caption(0, "de", True, "final", "Herr Müller kommt.", 0, 2, rev=1)
+    session.correct(fixed, [Remake(line, "Herr Müller kommt.")])
+    await session.drain()
+    assert prompts[-1] is not None and prompts[-1].startswith("Müller")
+    (_, redone) = published.captions("en", "final")
+    assert redone.rev == 1 and "Müller" in redone.text
+    await session.close()
