@@ -209,8 +209,8 @@ class Session:
         it, and every translation from now on applies its fixed translations."""
         self._terms = tuple(terms)
         self._apply_glossary()
-        if self.stream is not None and not self.stream.finished:
-            self.stream.recognizer.set_terms(recognition_hint(self._terms))
+        for stream in self.live_streams:
+            stream.recognizer.set_terms(recognition_hint(self._terms))
 
     def _apply_glossary(self) -> None:
         merged = glossary_with(self._glossary, self._terms)

@@ -143,7 +143,7 @@ class Follower:
             if e["type"] == "caption" and e["state"] == "final" and e["lang"] == lang
         ]
 
-    async def wait_for(self, predicate: Any, within: float = 20.0) -> None:
+    async def wait_for(self, predicate: Any, within: float = 40.0) -> None:
         async with asyncio.timeout(within):
             while not predicate(self):
                 await asyncio.sleep(0.05)
