@@ -67,6 +67,10 @@ COMMANDS: dict[str, Command] = {
         "bench.detect",
         "automatic language detection against the language given, on FLEURS clips (WER)",
     ),
+    "panel": Command(
+        "bench.panel",
+        "two speakers in two languages at once: labels, WER together against alone, lag",
+    ),
     "routes": Command(
         "bench.routes",
         "every translation route of every pair on FLEURS clips, offline (BLEU, chrF)",
