@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shlex
+import subprocess
 import sys
 from collections.abc import Sequence
+from importlib.util import find_spec
 from pathlib import Path
 
 from bench.paths import RESULTS
@@ -43,7 +45,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="virtual environment with whisperlivekit installed",
     )
     parser.add_argument("--ready-timeout", type=float, default=180.0)
+    parser.add_argument(
+        "--end-timeout",
+        type=float,
+        default=300.0,
+        help="seconds after a recording's audio ended that a system may take to finish it; a "
+        "peer that takes longer is reported as never caught up (default: %(default)s)",
+    )
     return parser
+
+
+def missing_dependencies(peer_venv: Path) -> list[str]:
+    """What this comparison needs and does not find: the dev extra in this environment
+    (``pip install -e '.[dev]'``, as ./scripts/test does) and WhisperLiveKit in its own
+    (docs/metrics.md, "Installing the peer")."""
+    missing = [name for name in ("jiwer", "psutil", "sacrebleu") if find_spec(name) is None]
+    python = peer_venv / "bin" / "python"
+    if not python.is_file():
+        missing.append(f"{python} (a virtual environment with whisperlivekit installed)")
+    elif (
+        subprocess.run(
+            [str(python), "-c", "import whisperlivekit"], capture_output=True, check=False
+        ).returncode
+        != 0
+    ):
+        missing.append(f"whisperlivekit in {peer_venv}")
+    return missing
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,12 +80,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not wavs:
         print(f"no recordings found in {args.eval_dir}", file=sys.stderr)
         return 2
+    missing = missing_dependencies(args.peer_venv)
+    if missing:
+        print(
+            "bench.peer needs: " + "; ".join(missing) + '. See docs/metrics.md, "Installing '
+            'the peer".',
+            file=sys.stderr,
+        )
+        return 2
     settings = PeerRunSettings(
         wavs=tuple(wavs),
         out=args.out,
         model=args.model,
         peer_venv=args.peer_venv,
         ready_timeout=args.ready_timeout,
+        end_timeout=args.end_timeout,
     )
     command = shlex.join(["python", "-m", "bench.peer", *(sys.argv[1:] if argv is None else argv)])
     ours, peer = asyncio.run(run_comparison(settings))

@@ -153,6 +153,8 @@ def report_json(
         "goals_met": goals_met(ours_overall, peer_overall, goals),
         "comparison": comparison(ours_overall, peer_overall),
         "systems": {"ours": system_json(ours), "peer": system_json(peer)},
+        "end_timeout_s": settings.end_timeout,
+        "peer_never_caught_up": list(peer.never_caught_up),
     }
 
 
@@ -202,6 +204,16 @@ def report_markdown(report: dict[str, Any], ours: SystemRun, peer: SystemRun) ->
         "- Same recordings, 100 ms chunks on the same real-time schedule, same reference word "
         "times, same metric code; both servers up, one replay at a time, the order alternating "
         "per recording (ours first for the 1st, 3rd, ...)",
+        "",
+        *(
+            [
+                f"- **{PEER_NAME} never caught up** (its captions unfinished "
+                f"{report['end_timeout_s']:.0f} s after the audio ended), left out of the "
+                f"comparison for both systems: {', '.join(peer.never_caught_up)}",
+            ]
+            if peer.never_caught_up
+            else []
+        ),
         "",
         "## Goals",
         "",

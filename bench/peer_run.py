@@ -63,6 +63,9 @@ class SystemRun:
     server_log: Path
     peer_replays: tuple[PeerReplay, ...] = ()
     """WhisperLiveKit only: per file, its raw messages and the mapping's notes."""
+    never_caught_up: tuple[str, ...] = ()
+    """WhisperLiveKit only: recordings whose captions it had not finished ``end_timeout`` s
+    after their audio ended (left out of the comparison, for both systems)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,8 @@ class PeerRunSettings:
     model: str = "tiny.en"
     peer_venv: Path = PEER_VENV
     ready_timeout: float = 180.0
+    end_timeout: float = 300.0
+    """How long after a recording's audio ended each system may take to finish it."""
 
     @property
     def cache_dir(self) -> Path:
@@ -112,8 +117,9 @@ async def run_comparison(settings: PeerRunSettings) -> tuple[SystemRun, SystemRu
             venv=settings.peer_venv,
         ),
     )
-    ours: list[tuple[Replay, Load]] = []
-    peer: list[tuple[PeerReplay, Load]] = []
+    ours: dict[int, tuple[Replay, Load]] = {}
+    peer: dict[int, tuple[PeerReplay, Load]] = {}
+    behind: list[str] = []
     async with AsyncExitStack() as stack:
         ours_handle = await ours_server.start(settings.ready_timeout)
         stack.push_async_callback(ours_server.stop)
@@ -123,12 +129,32 @@ async def run_comparison(settings: PeerRunSettings) -> tuple[SystemRun, SystemRu
             for ours_turn in (True, False) if index % 2 == 0 else (False, True):
                 if ours_turn:
                     clock = _clock(ours_handle)
-                    ours.append(
-                        await _timed(replay(ours_handle.base_url, recording, "realtime", clock))
+                    ours[index] = await _timed(
+                        replay(
+                            ours_handle.base_url,
+                            recording,
+                            "realtime",
+                            clock,
+                            end_timeout=settings.end_timeout,
+                        )
                     )
-                else:
-                    clock = _clock(peer_handle)
-                    peer.append(await _timed(replay_peer(peer_handle.base_url, recording, clock)))
+                    continue
+                clock = _clock(peer_handle)
+                try:
+                    peer[index] = await _timed(
+                        replay_peer(
+                            peer_handle.base_url,
+                            recording,
+                            clock,
+                            end_timeout=settings.end_timeout,
+                        )
+                    )
+                except TimeoutError:  # the peer fell behind for good: say so, go on
+                    behind.append(recording.id)
+    both = [i for i in range(len(recordings)) if i in ours and i in peer]
+    recordings = [recordings[i] for i in both]
+    references = [references[i] for i in both]
+    offline = [offline[i] for i in both]
 
     def measure(replays: Sequence[Replay]) -> tuple[tuple[FileResult, ...], tuple[Erasure, ...]]:
         raw = [
@@ -138,8 +164,8 @@ async def run_comparison(settings: PeerRunSettings) -> tuple[SystemRun, SystemRu
         shown = tuple(with_display_erasure(r, rep) for r, rep in zip(raw, replays, strict=True))
         return shown, tuple(r.erasure for r in raw)
 
-    ours_replays = tuple(r for r, _ in ours)
-    peer_replays = tuple(p.replay for p, _ in peer)
+    ours_replays = tuple(ours[i][0] for i in both)
+    peer_replays = tuple(peer[i][0].replay for i in both)
     ours_results, ours_segment = measure(ours_replays)
     peer_results, peer_segment = measure(peer_replays)
     return (
@@ -148,7 +174,7 @@ async def run_comparison(settings: PeerRunSettings) -> tuple[SystemRun, SystemRu
             results=ours_results,
             replays=ours_replays,
             segment_erasure=ours_segment,
-            loads=tuple(load for _, load in ours),
+            loads=tuple(ours[i][1] for i in both),
             server_command=tuple(ours_server.command),
             server_log=ours_server.log_path,
         ),
@@ -157,9 +183,10 @@ async def run_comparison(settings: PeerRunSettings) -> tuple[SystemRun, SystemRu
             results=peer_results,
             replays=peer_replays,
             segment_erasure=peer_segment,
-            loads=tuple(load for _, load in peer),
+            loads=tuple(peer[i][1] for i in both),
             server_command=tuple(peer_server.command),
             server_log=peer_server.log_path,
-            peer_replays=tuple(p for p, _ in peer),
+            peer_replays=tuple(peer[i][0] for i in both),
+            never_caught_up=tuple(behind),
         ),
     )
