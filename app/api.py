@@ -56,6 +56,7 @@ def session_facts(session: Session, services: Services) -> dict[str, Any]:
         "languages": [record.source_language, *record.target_languages],
         "state": session.state,
         "listeners": services.hub.listener_count(record.code),
+        "by_language": dict(services.hub.listeners_by_language(record.code)),
         "listen_url": f"/s/{record.code}",
     }
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from engine.delivery.hub import Hub
-from engine.events import Caption, Event, SessionState, StateChange
+from engine.events import Caption, Event, SessionState, StateChange, language_counts
 from engine.publisher import Publisher
 from engine.recognition.language_id import DetectingRecognizer
 from engine.recognition.recognizer import StreamingRecognizer
@@ -140,7 +140,9 @@ class Session:
         """Publish the current state and audience size, and translate into exactly the
         languages someone reads now (call after joins, leaves and language switches)."""
         self._follow_audience()
-        await self.publish(StateChange(self.state, self._ports.hub.listener_count(self.code)))
+        hub = self._ports.hub
+        counts = language_counts(hub.listeners_by_language(self.code))
+        await self.publish(StateChange(self.state, hub.listener_count(self.code), counts))
 
     def _follow_audience(self) -> None:
         """Translate into, and speak, exactly the languages the audience asks for now."""

@@ -153,3 +153,28 @@ def test_listener_count_excludes_the_presenter() -> None:
     assert hub.listener_count("ABC") == 1
     hub.unsubscribe(a)
     assert hub.listener_count("ABC") == 0
+
+
+def test_listeners_by_language_counts_the_audience_only() -> None:
+    hub = InMemoryHub()
+    hub.open("ABC")
+    hub.subscribe("ABC", frozenset(), counted=False)  # the presenter's own view
+    english = hub.subscribe("ABC", frozenset({"en"}))
+    hub.subscribe("ABC", frozenset({"es"}))
+    hub.subscribe("ABC", frozenset({"es"}))
+    assert dict(hub.listeners_by_language("ABC")) == {"en": 1, "es": 2}
+    hub.set_languages(english, frozenset({"fr"}))
+    assert dict(hub.listeners_by_language("ABC")) == {"es": 2, "fr": 1}
+    assert dict(hub.listeners_by_language("NOPE")) == {}
+
+
+def test_state_events_carry_counts_by_language_in_one_json_form() -> None:
+    from engine.events import from_dict, language_counts, to_dict
+
+    counts = language_counts({"es": 2, "en": 1, "fr": 0})
+    assert counts == (("en", 1), ("es", 2))
+    event = StateChange("live", 3, counts, seq=4)
+    data = to_dict(event)
+    assert data["by_language"] == {"en": 1, "es": 2}
+    assert from_dict(data) == event
+    assert "by_language" not in to_dict(StateChange("live", 0))
