@@ -19,6 +19,14 @@ from app.sockets import accept_for_session, close, services_of
 from engine import languages
 from engine.delivery.hub import Hub, ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.events import SpeechAudio, to_json
+from engine.refusals import Refusal, Refused
+
+CLOSE_CODE: dict[Refusal, int] = {
+    Refusal.NO_CREDENTIALS: 1008,
+    Refusal.BAD_CREDENTIALS: 1008,
+}
+"""The close code of each refusal a listener can meet (a private session's token,
+engine/access.py; docs/protocol.md)."""
 
 
 async def _send_events(websocket: WebSocket, sub: Subscription, watch: SendWatch) -> None:
@@ -54,10 +62,15 @@ async def listen_endpoint(websocket: WebSocket) -> None:
     accepted = await accept_for_session(websocket)
     if accepted is None:
         return
-    _, session = accepted
+    engine, session = accepted
     services = services_of(websocket)
     hub = services.hub
     params = websocket.query_params
+    try:
+        await engine.access.check(session, params.get("token"))
+    except Refused as exc:
+        await close(websocket, CLOSE_CODE[exc.reason], exc.message)
+        return
     offered = session.offered
     lang = params.get("lang", session.record.source_language)
     if not languages.is_known(lang) or languages.normalise(lang) not in offered:

@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from app import api
+from app import access_api, api
 from app.errors import EXCEPTION_HANDLERS
 from app.listen import listen_endpoint
 from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
@@ -253,6 +253,9 @@ def create_app(
         Route("/api/sessions", api.create_session, methods=["POST"]),
         Route("/api/sessions/{code}", api.get_session),
         Route("/api/sessions/{code}/end", api.end_session, methods=["POST"]),
+        Route("/api/sessions/{code}/join", access_api.join, methods=["POST"]),
+        Route("/api/sessions/{code}/listener-token", access_api.listener_token, methods=["POST"]),
+        Route("/api/sessions/{code}/passcode", access_api.set_passcode, methods=["PUT"]),
         Route("/api/sessions/{code}/glossary", api.set_glossary, methods=["PUT"]),
         Route("/api/sessions/{code}/glossary", api.get_glossary, methods=["GET"]),
         Route("/api/sessions/{code}/transcript", api.get_transcript),

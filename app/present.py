@@ -36,6 +36,8 @@ CLOSE_CODE: dict[Refusal, int] = {
     Refusal.SESSION_ENDED: 1008,
     Refusal.ALREADY_LIVE: 1013,
     Refusal.AT_CAPACITY: 1013,
+    Refusal.WRONG_PASSCODE: 1008,
+    Refusal.NOT_PRIVATE: 1008,
 }
 """The close code of each refusal (docs/protocol.md)."""
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from app.nodes import Backends
 from app.ratelimit import SlidingWindowLimit
 from app.settings import Settings
+from engine.access import ListenerAccess
 from engine.delivery.hub import Hub
 from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presenting
@@ -78,6 +79,8 @@ class Engine:
     """Languages a voice speaks."""
     registry: SessionRegistry
     presenting: Presenting
+    access: ListenerAccess
+    """Private sessions: passcodes and listener tokens."""
 
 
 @dataclass(slots=True)
@@ -107,6 +110,8 @@ class Services:
     translators: Translators
     voices: VoiceBank | None
     creation_limit: SlidingWindowLimit
+    passcode_guesses: SlidingWindowLimit
+    """Wrong passcodes per client address (``POST .../join``)."""
     loading: Loading = field(default_factory=Loading)
 
     @property
@@ -157,6 +162,7 @@ def build_services(settings: Settings, backends: Backends, observer: Observer) -
         translators=Translators(workers),
         voices=voices,
         creation_limit=SlidingWindowLimit(settings.session_create_per_minute, 60.0),
+        passcode_guesses=SlidingWindowLimit(settings.passcode_guesses_per_minute, 60.0),
     )
 
 
@@ -238,4 +244,6 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     gc.freeze()
     log.info("models ready: %s", {k: m.transcriber.name for k, m in loaded.items()})
     spoken = voices.languages() if speech is not None and voices is not None else frozenset()
-    return Engine(recognition, routes, spoken, registry, presenting)
+    passcodes = workers.pool("passcode", threads=1, max_pending=32)
+    access = ListenerAccess(backends.store, store_pool, passcodes)
+    return Engine(recognition, routes, spoken, registry, presenting, access)

@@ -64,6 +64,9 @@ class Settings:
     max_listeners_per_session: int = 2000
     session_create_per_minute: int = 30
     """Sessions one client address may create per minute (0: unlimited)."""
+    passcode_guesses_per_minute: int = 10
+    """Wrong passcodes of private sessions one client address may give per minute before
+    every join from it is answered 429 (0: unlimited)."""
     listener_queue: int = 1000
     listener_send_timeout: float = 10.0
     retention_days: float = 30.0
@@ -130,6 +133,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_MAX_LIVE_STREAMS": ("max_live_streams", int),
     "INTERP_MAX_LISTENERS": ("max_listeners_per_session", int),
     "INTERP_SESSION_RATE": ("session_create_per_minute", int),
+    "INTERP_PASSCODE_GUESSES": ("passcode_guesses_per_minute", int),
     "INTERP_RETENTION_DAYS": ("retention_days", float),
     "INTERP_ENDED_GRACE_S": ("ended_grace_s", float),
     "INTERP_MAX_AUDIO_SPEED": ("limits", _speed),

@@ -1,5 +1,6 @@
-"""Why the engine refuses a presenter: typed reasons, mapped to a close code or an HTTP status
-by each transport in one table at its edge (app/present.py, app/webrtc.py)."""
+"""Why the engine refuses a presenter or a listener: typed reasons, mapped to a close code or
+an HTTP status by each transport in one table at its edge (app/errors.py, app/present.py,
+app/listen.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import enum
 
 
 class Refusal(enum.Enum):
-    """A reason a stream cannot start or continue."""
+    """A reason a stream cannot start or continue, or a listener cannot follow."""
 
     NO_CREDENTIALS = "no credentials"
     BAD_CREDENTIALS = "bad credentials"
@@ -25,10 +26,15 @@ class Refusal(enum.Enum):
     """Another stream is presenting in this session."""
     AT_CAPACITY = "at capacity"
     """The server has as many live streams as it allows."""
+    WRONG_PASSCODE = "wrong passcode"
+    """A private session's listener passcode was wrong (engine/access.py)."""
+    NOT_PRIVATE = "not private"
+    """A passcode was asked of a public session."""
 
 
 class Refused(Exception):
-    """The engine refused a presenter: ``reason`` says why, ``message`` says it to a person."""
+    """The engine refused a presenter or a listener: ``reason`` says why, ``message`` says
+    it to a person."""
 
     def __init__(self, reason: Refusal, message: str) -> None:
         super().__init__(message)

@@ -56,9 +56,15 @@ class SessionRegistry:
         return sum(1 for session in self._sessions.values() if session.live)
 
     async def create(
-        self, title: str, source_language: str, target_languages: tuple[str, ...]
+        self,
+        title: str,
+        source_language: str,
+        target_languages: tuple[str, ...],
+        *,
+        passcode_hash: str | None = None,
     ) -> tuple[Session, str]:
-        """A new session and its presenter token (the only time the token is seen)."""
+        """A new session and its presenter token (the only time the token is seen);
+        ``passcode_hash`` makes it private (engine/access.py)."""
         active = sum(1 for s in self._sessions.values() if s.state != "ended")
         if active >= self.max_sessions:
             raise TooManySessions(f"{active} sessions open; the limit is {self.max_sessions}")
@@ -74,6 +80,7 @@ class SessionRegistry:
                 state="waiting",
                 created_at=time.time(),
                 ended_at=None,
+                passcode_hash=passcode_hash,
             )
             try:
                 await self._store_pool.run(self._store.create, record)

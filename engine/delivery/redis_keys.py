@@ -9,6 +9,7 @@ so one session's keys live together. Layout:
 - ``...:audio``   stream: spoken-translation chunks (live only; short, separate bound)
 - ``...:seq``     integer: the last ``seq`` handed out (shared by every node)
 - ``...:aud``     hash: each node's audience of the session (count, languages, speech)
+- ``...:lt``      set: hashes of the listener tokens a private session granted
 - ``...:presenter`` string: the node that holds the presenter's stream (with a TTL)
 - ``...:e:<id>``  string: the ``seq`` an emitted event got (lets a retry find it; TTL)
 - ``interp:sid:<id>`` string: session id -> code; ``interp:sessions`` sorted set: codes by
@@ -22,7 +23,7 @@ import random
 
 PREFIX = "interp"
 SESSIONS_INDEX = f"{PREFIX}:sessions"
-SESSION_PARTS = ("rec", "finals", "events", "audio", "seq", "aud", "presenter")
+SESSION_PARTS = ("rec", "finals", "events", "audio", "seq", "aud", "presenter", "lt")
 
 
 def session_key(code: str, part: str) -> str:

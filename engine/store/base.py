@@ -38,6 +38,13 @@ class SessionRecord:
     state: SessionState
     created_at: float
     ended_at: float | None = None
+    passcode_hash: str | None = None
+    """A private session's listener passcode, hashed (engine/access.py); ``None``: anyone
+    with the code may follow the session."""
+
+    @property
+    def private(self) -> bool:
+        return self.passcode_hash is not None
 
 
 class StoreError(Exception):
@@ -99,6 +106,18 @@ class SessionStore(Protocol):
         """Delete sessions whose last moment is before ``cutoff``; return how many."""
         ...
 
+    def set_passcode(self, code: str, passcode_hash: str) -> None:
+        """Replace a private session's passcode hash (the tokens it granted stay valid)."""
+        ...
+
+    def add_listener_token(self, code: str, token_hash: str, at: float) -> None:
+        """Remember a listener token the session granted (its hash), at unix time ``at``."""
+        ...
+
+    def has_listener_token(self, code: str, token_hash: str) -> bool:
+        """Whether the session granted the listener token with this hash."""
+        ...
+
     def close(self) -> None:
         """Release the store's resources."""
         ...
@@ -115,12 +134,12 @@ def normalise_code(code: str) -> str:
 
 
 def new_token() -> str:
-    """A new presenter token: 192 random bits, URL-safe base64 (32 characters)."""
+    """A new presenter or listener token: 192 random bits, URL-safe base64 (32 characters)."""
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def hash_token(token: str) -> str:
-    """The stored form of a presenter token: SHA-256, hex.
+    """The stored form of a presenter or listener token: SHA-256, hex.
 
     A plain fast hash is enough here, unlike for passwords: the token is drawn by
     :func:`new_token` from 192 random bits, so guessing a preimage of a leaked hash means
