@@ -181,7 +181,7 @@ def bearer(request: Request) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-async def _presenter_session(request: Request) -> Session | JSONResponse:
+async def presenter_session(request: Request) -> Session | JSONResponse:
     """The session named in the path, if the request carries its presenter token as
     ``Authorization: Bearer`` (refusals answer 401 or 403, app/errors.py)."""
     session = await session_or_404(request)
@@ -198,7 +198,7 @@ MAX_TERM_CHARS = 100
 async def set_glossary(request: Request) -> Response:
     """``PUT /api/sessions/{code}/glossary`` ``{"es": {"source term": "target term"}}``:
     the presenter's terms, applied to every draft and final translation from now on."""
-    session = await _presenter_session(request)
+    session = await presenter_session(request)
     if isinstance(session, JSONResponse):
         return session
     data = await json_body(request)

@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from app import access_api, api
+from app import access_api, api, push_api
 from app.errors import EXCEPTION_HANDLERS
 from app.listen import listen_endpoint
 from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
@@ -237,6 +237,7 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
             services.translators.close()
+            await services.poster.aclose()
             await services.hub.close()
             services.workers.shutdown()
             store.close()
@@ -256,6 +257,10 @@ def create_app(
         Route("/api/sessions/{code}/join", access_api.join, methods=["POST"]),
         Route("/api/sessions/{code}/listener-token", access_api.listener_token, methods=["POST"]),
         Route("/api/sessions/{code}/passcode", access_api.set_passcode, methods=["PUT"]),
+        Route("/api/sessions/{code}/push", push_api.get_push),
+        Route(
+            "/api/sessions/{code}/push/{service}", push_api.push_target, methods=["PUT", "DELETE"]
+        ),
         Route("/api/sessions/{code}/glossary", api.set_glossary, methods=["PUT"]),
         Route("/api/sessions/{code}/glossary", api.get_glossary, methods=["GET"]),
         Route("/api/sessions/{code}/transcript", api.get_transcript),

@@ -15,10 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from app.nodes import Backends
+from app.push_http import HttpPoster
 from app.ratelimit import SlidingWindowLimit
 from app.settings import Settings
 from engine.access import ListenerAccess
 from engine.delivery.hub import Hub
+from engine.delivery.push import PushPolicy
 from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presenting
 from engine.recognition.asr import LanguageIdentifier, Transcriber
@@ -112,6 +114,8 @@ class Services:
     creation_limit: SlidingWindowLimit
     passcode_guesses: SlidingWindowLimit
     """Wrong passcodes per client address (``POST .../join``)."""
+    poster: HttpPoster
+    """Where captions pushed out go (YouTube, Zoom): one HTTP client, closed at shutdown."""
     loading: Loading = field(default_factory=Loading)
 
     @property
@@ -163,6 +167,7 @@ def build_services(settings: Settings, backends: Backends, observer: Observer) -
         voices=voices,
         creation_limit=SlidingWindowLimit(settings.session_create_per_minute, 60.0),
         passcode_guesses=SlidingWindowLimit(settings.passcode_guesses_per_minute, 60.0),
+        poster=HttpPoster(),
     )
 
 
@@ -224,7 +229,12 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     backends = services.backends
     session_factory = SessionFactory(
         SessionPorts(backends.store, store_pool, backends.hub, recognition, services.observer),
-        StagePorts(translation=translation, speech=speech),
+        StagePorts(
+            translation=translation,
+            speech=speech,
+            poster=services.poster,
+            push_policy=PushPolicy(timeout_s=settings.push_timeout_s),
+        ),
     )
     registry = SessionRegistry(
         session_factory,

@@ -73,6 +73,13 @@ class Settings:
     ended_grace_s: float = 300.0
     """An ended session leaves memory this long after it ended (its transcript stays in the
     store: a late listener or a download loads it again)."""
+    push_hosts: tuple[str, ...] = ("upload.youtube.com", "www.youtube.com", "*.zoom.us")
+    """Hosts a presenter may push captions to (``INTERP_PUSH_HOSTS``, comma-separated;
+    ``*.`` covers subdomains): YouTube Live's caption ingestion and Zoom's caption API.
+    Anything else is refused, so a presenter cannot make the server post to the inside of
+    its network."""
+    push_timeout_s: float = 10.0
+    """How long one caption POST to YouTube or Zoom may take before it is retried."""
     redis_url: str | None = None
     """Share sessions with other processes and machines through this Redis (``REDIS_URL``,
     e.g. ``redis://127.0.0.1:6379/0``); unset: one process, SQLite and an in-process hub."""
@@ -138,5 +145,6 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_ENDED_GRACE_S": ("ended_grace_s", float),
     "INTERP_MAX_AUDIO_SPEED": ("limits", _speed),
     "INTERP_ICE_SERVERS": ("ice_servers", parse_ice_servers),
+    "INTERP_PUSH_HOSTS": ("push_hosts", _origins),
 }
 """Every environment variable the server reads: variable -> (settings field, parser)."""

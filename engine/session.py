@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from engine.delivery.hub import Hub
+from engine.delivery.push import PushStatus, PushTarget, SessionPushes
+from engine.delivery.push_formats import Service
 from engine.events import Caption, Event, SessionState, StateChange, language_counts
 from engine.publisher import Publisher
 from engine.recognition.language_id import DetectingRecognizer
@@ -61,18 +63,22 @@ class Session:
         *,
         translators: Mapping[str, SessionTranslator],
         speaker: SessionSpeaker | None,
+        pushes: SessionPushes | None = None,
         finals: Sequence[Caption] = (),
     ) -> None:
         """``translators``: one per language a stream may be in (every offered language may
         be spoken: a traveller's conversation changes language each turn). ``speaker``: the
-        speech stage, or None where this process speaks nothing. ``finals``: what the
-        session said before (loaded from the store), to continue its numbering."""
+        speech stage, or None where this process speaks nothing. ``pushes``: where captions
+        are pushed out (YouTube, Zoom), or None where this process pushes nothing.
+        ``finals``: what the session said before (loaded from the store), to continue its
+        numbering."""
         self.record = record
         self.state: SessionState = record.state
         self._ports = ports
         self._publisher = publisher
         self.translators: Mapping[str, SessionTranslator] = dict(translators)
         self.speaker = speaker
+        self.pushes = pushes
         self._next_segment = max((c.segment for c in finals), default=-1) + 1
         self.audio_time = max((c.end for c in finals), default=0.0)
         self.contexts: dict[str, str] = {}
@@ -165,6 +171,21 @@ class Session:
         await asyncio.sleep(ANNOUNCE_INTERVAL)
         await self.announce()
 
+    async def push_to(self, target: PushTarget) -> PushStatus:
+        """Push this session's finals in ``target.lang`` to ``target`` from now on (its
+        language is translated from now on too)."""
+        if self.pushes is None:
+            raise RuntimeError("this process pushes no captions")
+        status = await self.pushes.set(target)
+        self._follow_audience()
+        return status
+
+    async def stop_push(self, service: Service) -> bool:
+        """Stop pushing to ``service``; whether it was pushing."""
+        stopped = self.pushes is not None and await self.pushes.remove(service)
+        self._follow_audience()
+        return stopped
+
     async def drain_translation(self) -> None:
         """Wait until every final published so far has its translations published."""
         for translator in list(self.translators.values()):
@@ -174,6 +195,8 @@ class Session:
         """Stop the session's stages (shutdown, or the session leaves memory)."""
         if self._announcer is not None:
             self._announcer.cancel()
+        if self.pushes is not None:
+            await self.pushes.close()
         for translator in list(self.translators.values()):
             await translator.close()
         if self.speaker is not None:
