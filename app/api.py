@@ -79,6 +79,7 @@ def session_facts(session: Session, services: Services) -> dict[str, Any]:
         "source_language": record.source_language,
         "target_languages": list(record.target_languages),
         "languages": [record.source_language, *record.target_languages],
+        "language_names": {code: languages.get(code).english_name for code in session.offered},
         "state": session.state,
         "listeners": services.hub.listener_count(record.code),
         "by_language": dict(services.hub.listeners_by_language(record.code)),

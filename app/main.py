@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from app import access_api, api, push_api
+from app.caption_pages import display_page
 from app.errors import EXCEPTION_HANDLERS
 from app.listen import listen_endpoint
 from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
@@ -107,8 +108,13 @@ async def present_page(request: Request) -> Response:
         "present.html",
         {
             "code": record.code,
-            "title": record.title,
+            # A private session's title is shown once the console has shown its token.
+            "title": "Private session" if record.private else record.title,
+            "private": record.private,
             "source_language": record.source_language,
+            "languages": [
+                {"code": c, "name": languages.get(c).english_name} for c in session.offered
+            ],
             "listen_url": f"/s/{record.code}",
         },
     )
@@ -121,20 +127,31 @@ async def listen_page(request: Request) -> Response:
             request, "missing.html", {"code": request.path_params["code"]}, status_code=404
         )
     record = session.record
+    # A private session's page shows nothing but that it is private until the reader gives
+    # the passcode or brings a token (static/js/listen.js fills in the rest).
+    offered = [] if record.private else session.offered
     return templates.TemplateResponse(
         request,
         "listen.html",
         {
             "code": record.code,
-            "title": record.title,
-            "source_language": record.source_language,
-            "languages": [
-                {"code": c, "name": languages.get(c).english_name}
-                for c in (record.source_language, *record.target_languages)
-            ],
-            "state": session.state,
+            "title": "Private session" if record.private else record.title,
+            "private": record.private,
+            "source_language": "" if record.private else record.source_language,
+            "languages": [{"code": c, "name": languages.get(c).english_name} for c in offered],
+            "state": "private" if record.private else session.state,
         },
     )
+
+
+async def screen_page(request: Request) -> Response:
+    """The venue screen: full-window captions for a projector (app/caption_pages.py)."""
+    return await display_page(request, templates, "screen")
+
+
+async def overlay_page(request: Request) -> Response:
+    """The stream overlay: captions only, for an OBS browser source (app/caption_pages.py)."""
+    return await display_page(request, templates, "overlay")
 
 
 async def talk_page(request: Request) -> Response:
@@ -246,6 +263,8 @@ def create_app(
         Route("/", index),
         Route("/p/{code}", present_page),
         Route("/s/{code}", listen_page),
+        Route("/s/{code}/screen", screen_page),
+        Route("/s/{code}/overlay", overlay_page),
         Route("/talk", talk_page),
         Route("/healthz", healthz),
         Route("/readyz", readyz),

@@ -152,7 +152,8 @@ export class SubtitleState {
 
   /**
    * The lines to show at `now`: `lines` in order, each {id, text, draft, label, speaker,
-   * speakerIndex, corrected, final}; `nextChangeAt`: when a held line may show (or null).
+   * speakerIndex, corrected, final, keys (the segments of the finals on it)};
+   * `nextChangeAt`: when a held line may show (or null).
    */
   view(now) {
     const { draftText, draftSpeaker, inline } = this.#draftPlacement();
@@ -187,6 +188,7 @@ export class SubtitleState {
             speakerIndex: this.#speakerIndex(draftSpeaker),
             corrected: false,
             final: false,
+            keys: [],
           });
         } else if (nextChangeAt === null || wait < nextChangeAt) {
           nextChangeAt = wait;
@@ -425,6 +427,7 @@ export class SubtitleState {
       speakerIndex: this.#speakerIndex(line.speaker),
       corrected: line.corrected,
       final: true,
+      keys: [...new Set(line.words.map((t) => t.key))],
     };
   }
 }
