@@ -25,10 +25,10 @@ from app.listen import listen_endpoint
 from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
 from app.nodes import backends, follow_other_nodes
 from app.present import present_endpoint
+from app.route_summary import organiser_rows
 from app.security import SecurityHeaders
 from app.sendwatch import SendWatch
 from app.services import (
-    Engine,
     Services,
     TranscriberFactory,
     build_services,
@@ -58,44 +58,12 @@ async def index(request: Request) -> Response:
     return templates.TemplateResponse(
         request,
         "index.html",
-        {"languages": langs, "default_language": "en", "route_rows": route_rows(engine)},
+        {
+            "languages": langs,
+            "default_language": "en",
+            "route_rows": organiser_rows(engine.routes),
+        },
     )
-
-
-def route_rows(engine: Engine) -> list[dict[str, str]]:
-    """The route table for people: text routes one per row; the many speech-only routes
-    into English (Whisper translate, no draft backend) folded into one row."""
-
-    def name(code: str) -> str:
-        return languages.get(code).english_name if languages.is_known(code) else code
-
-    rows: list[dict[str, str]] = []
-    speech_only: list[str] = []
-    note = ""
-    for route in engine.routes:
-        if route.draft_backend is None and route.speech_final:
-            speech_only.append(name(route.source))
-            note = route.note
-            continue
-        draft = route.draft_backend.label if route.draft_backend else "source shown"
-        rows.append(
-            {
-                "source": name(route.source),
-                "target": name(route.target),
-                "how": f"{draft} / {route.final_backend.label}",
-                "note": route.note,
-            }
-        )
-    if speech_only:
-        rows.append(
-            {
-                "source": f"{len(speech_only)} more: {', '.join(sorted(speech_only))}",
-                "target": "English",
-                "how": "source shown / Whisper base speech translation",
-                "note": note,
-            }
-        )
-    return rows
 
 
 async def present_page(request: Request) -> Response:

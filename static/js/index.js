@@ -3,6 +3,7 @@
 
 const form = document.getElementById('create-form');
 const title = document.getElementById('title');
+const passcode = document.getElementById('listener-passcode');
 const sourceLanguage = document.getElementById('source-language');
 const button = document.getElementById('create-button');
 const errorBox = document.getElementById('create-error');
@@ -26,7 +27,6 @@ function renderTargets() {
       box.value = route.target;
       const name = document.createElement('span');
       name.textContent = languageNames.get(route.target) || route.target;
-      label.title = route.note;
       label.append(box, name);
       return label;
     }),
@@ -70,6 +70,11 @@ form.addEventListener('submit', async (event) => {
   event.preventDefault();
   errorBox.hidden = true;
   const name = title.value.trim();
+  if (passcode.value.trim() && passcode.value.trim().length < 4) {
+    showError('A passcode needs at least 4 characters (or leave it empty for an open session).');
+    passcode.focus();
+    return;
+  }
   if (!name) {
     showError('Give the session a title so listeners know they are in the right place.');
     title.focus();
@@ -88,6 +93,7 @@ form.addEventListener('submit', async (event) => {
           targetList.querySelectorAll('input[name="target_languages"]:checked'),
           (box) => box.value,
         ),
+        ...(passcode.value.trim() ? { listener_passcode: passcode.value.trim() } : {}),
       }),
     });
     if (!response.ok) throw new Error(await readError(response));

@@ -22,6 +22,7 @@ const langs = root.dataset.langs.split(',');
 const isPrivate = root.dataset.private === '1';
 document.documentElement.style.setProperty('--subtitle-size', root.dataset.size);
 document.documentElement.style.setProperty('--subtitle-lines', root.dataset.lines);
+document.documentElement.style.setProperty('--subtitle-chars', root.dataset.chars);
 
 const ui = {
   status: document.getElementById('display-status'),
@@ -67,8 +68,11 @@ const STATUS_TEXT = {
   private: '',
 };
 
+let captionsSeen = false;
+
 function renderStatus() {
   let text = STATUS_TEXT[stats.state] || '';
+  if (stats.state === 'waiting' && captionsSeen) text = '';
   if (stats.state !== 'ended' && ['reconnecting', 'offline'].includes(stats.connection)) {
     text = 'Reconnecting…';
   }
@@ -83,6 +87,10 @@ function onEvent(event) {
   stats.lastSeq = Math.max(stats.lastSeq, ...sockets.map((s) => s.lastSeq));
   if (event.type === 'caption') {
     for (const view of views) view.apply(event, receivedAt);
+    if (!captionsSeen) {
+      captionsSeen = true;
+      renderStatus();
+    }
   } else if (event.type === 'state' && event.state in STATUS_TEXT) {
     stats.state = event.state;
     if (event.state === 'ended') {
