@@ -118,7 +118,7 @@ export class ListenerCaptions {
   /** [[segment, text]] of every final in `lang` known to the page, in order received. */
   finals(lang) {
     return this.events
-      .filter((e) => e.state === 'final' && e.lang === lang && String(e.text || '').trim())
+      .filter((e) => e && e.state === 'final' && e.lang === lang && String(e.text || '').trim())
       .map((e) => [e.segment, String(e.text).trim()]);
   }
 
