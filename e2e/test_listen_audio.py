@@ -528,9 +528,8 @@ def test_real_speech_reaches_the_listener_who_asked(
         if "error" in run:
             raise run["error"]
         finals = [e for e in run["result"].finals("en") if str(e.get("text", "")).strip()]
-        spanish = hearing.eval_on_selector_all(
-            "#captions .caption-translation[data-state='final']",
-            "els => els.filter(el => el.textContent.trim()).map(el => Number(el.dataset.segment))",
+        spanish = hearing.evaluate(
+            "() => window.interpCaptions.finals('es').map(([segment]) => Number(segment))"
         )
         assert finals, "the recording produced no finals"
         # Speech of the last finals comes after them: wait until it has arrived and played out.

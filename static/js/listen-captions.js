@@ -29,6 +29,7 @@ export class ListenerCaptions {
     this.drafts = new Map(); // `${lang}:${segment}` -> index in events
     this.finalsSeen = new Set(); // `${lang}:${segment}:${rev}`
     this.duplicateFinals = 0;
+    this.counts = { draft: 0, final: 0 }; // every caption taken, in any language
     this.stats = newStats();
     this.lang = source;
     this.bilingual = false;
@@ -97,6 +98,7 @@ export class ListenerCaptions {
       }
       this.finalsSeen.add(key);
     }
+    this.counts[event.state === 'final' ? 'final' : 'draft'] += 1;
     this.#keep(event);
     if (this.original) this.original.apply(event, receivedAt);
     return this.main ? this.main.apply(event, receivedAt) : null;

@@ -123,6 +123,7 @@ Object.defineProperty(stats, 'duplicateFinals', {
   get: () => captions.duplicateFinals,
   enumerable: true,
 });
+stats.captions = captions.counts; // every draft and final taken, in any language
 window.interpCaptions = captions;
 window.interpSubtitles = captions.stats;
 const wakeLock = new ScreenWakeLock();
@@ -219,10 +220,7 @@ function onEvent(event) {
 }
 
 function onCaption(event) {
-  const changed = captions.apply(event);
-  if (changed === null) return;
-  if (changed === 'draft') stats.captions.draft += 1;
-  else stats.captions.final += 1;
+  if (captions.apply(event) === null) return;
   if (ui.empty.isConnected && captions.lineCount > 0) ui.empty.remove();
 }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from app.route_summary import NOT_MEASURED, final_bleu, organiser_rows, verdict
 from engine.translation.routes import Backend, TranslationRoute
 
@@ -39,3 +41,15 @@ def test_rows_speak_plainly_and_keep_the_numbers_one_click_away() -> None:
     assert folded.verdict.startswith("good for gist")  # the median of 7.4, 18.7, 20.7
     assert folded.timing == "each sentence once the speaker pauses"
     assert "FLEURS BLEU 7.4" in folded.numbers and "FLEURS BLEU 20.7" in folded.numbers
+
+
+async def test_the_home_page_shows_the_table_once(tmp_path: Path) -> None:
+    from tests.app.inprocess import http, in_process_server
+
+    async with in_process_server(tmp_path, apertium=True) as server:
+        page = await http("GET", f"{server.url}/")
+    assert page.status_code == 200
+    assert page.text.count('<table class="routes-table">') == 1
+    assert "Spanish captions" in page.text and "good for gist" in page.text
+    assert "apertium:eng-spa" not in page.text.split("<details")[0]  # jargon one click away
+    assert len(page.text) < 300_000
