@@ -154,27 +154,36 @@ def test_a_draft_fits_after_the_last_words_or_takes_its_own_line(module: Page) -
         """() => {
           const { state } = run([cap(0, 'final', 'Hello there.'), cap(1, 'draft', 'How are')]);
           const inline = state.view(1000).lines;
-          state.apply(cap(1, 'draft', 'How are you all doing this morning'), 1100);
-          const own = state.view(1100).lines;
-          state.apply(cap(1, 'final', 'How are you all doing this morning?'), 1200);
+          // The line is less than half full: the draft's newest words follow its words.
+          state.apply(cap(1, 'draft', 'How are you all doing this fine morning'), 1100);
+          const newest = state.view(1100).lines;
+          state.apply(cap(1, 'final', 'How are you all doing this fine morning?'), 1200);
           const after = state.view(1200).lines;
-          return { inline, own, after };
+          // More than half full: a long draft takes a line of its own and closes this one.
+          state.apply(cap(2, 'final', 'The quarter ended well.'), 1250);
+          state.apply(cap(3, 'draft', 'I hope the weather is kind to all of you'), 1300);
+          const own = state.view(1300).lines;
+          state.apply(cap(3, 'final', 'I hope the weather is kind.'), 1400);
+          const closed = state.view(1400).lines;
+          return { inline, newest, after, own, closed };
         }""",
     )
-    inline = result["inline"]
-    assert [(line["text"], line["draft"]) for line in inline] == [("Hello there.", "How are")]
-    own = result["own"]
-    assert [(line["text"], line["draft"]) for line in own] == [
-        ("Hello there.", ""),
-        ("", "How are you all doing this morning"),
+    pairs = {
+        key: [(line["text"], line["draft"]) for line in value] for key, value in result.items()
+    }
+    assert pairs["inline"] == [("Hello there.", "How are")]
+    assert pairs["newest"] == [("Hello there.", "… all doing this fine morning")]
+    assert pairs["after"] == [
+        ("Hello there. How are you all doing", ""),
+        ("this fine morning?", ""),
     ]
-    assert own[1]["final"] is False
+    assert pairs["own"][-1] == ("", "I hope the weather is kind to all of you")
+    assert result["own"][-1]["final"] is False
     # The line above took no more words once the draft needed its own line.
-    assert [line["text"] for line in result["after"]] == [
-        "Hello there.",
-        "How are you all doing this morning?",
+    assert pairs["closed"][-2:] == [
+        ("this fine morning? The quarter ended well.", ""),
+        ("I hope the weather is kind.", ""),
     ]
-    assert all(line["draft"] == "" for line in result["after"])
 
 
 def test_a_long_draft_shows_its_newest_words_on_one_line(module: Page) -> None:
@@ -211,9 +220,10 @@ def test_a_sentence_final_replaces_the_drafts_of_every_segment_it_covers(module:
         }""",
     )
     assert result["steps"] == [None, "draft", "draft", "draft", "final", None, "draft"]
+    # The sentence's last line would have been an orphan ("que sea."): the two share it.
     assert [(line["text"], line["draft"]) for line in result["lines"]] == [
-        ("El color de la col cambia según lo ácida", ""),
-        ("que sea.", "Básico"),
+        ("El color de la col cambia", ""),
+        ("según lo ácida que sea.", "Básico"),
     ]
 
 

@@ -12,9 +12,12 @@
 //   line and earlier lines move up. Only the last line takes more words, and only words of new
 //   finals: a line that has moved up never changes, except by a person's correction (a final
 //   with a higher `rev`), which re-lays the lines of that caption and marks them `corrected`.
-// - Drafts appear only on the last line: after the last final words if they fit there,
-//   otherwise on a line of their own holding the newest words of the open segments' drafts
-//   (that closes the line above: it takes no more words). A draft never lays a line.
+// - Drafts appear only on the last line: after the last final words if they fit there (their
+//   newest words after an ellipsis if that line is less than half full), otherwise on a line
+//   of their own holding the newest words of the open segments' drafts (that closes the line
+//   above: it takes no more words). A draft never lays a line.
+// - A final that would end on a short orphan line ("die.") shares its last two lines more
+//   evenly, at a phrase boundary (words already shown never move).
 // - A translation final names the source segments it covers (`sources`): it replaces the
 //   drafts of all of them, and later drafts of those segments are ignored.
 // - `speaker`: a change of speaker starts a new line labelled with the name; `speakerIndex`
@@ -102,6 +105,15 @@ export function chooseBreak(line, incoming, sealed, maxChars, label = 0) {
     }
   }
   return best;
+}
+
+/** The newest of `tokens` that fit in `room` characters, as text (the last one, cut, if even
+ * it does not fit). */
+function newestThatFit(tokens, room) {
+  let start = tokens.length - 1;
+  if (start < 0) return '';
+  while (start > 0 && joinedLength(tokens, start - 1) <= room) start -= 1;
+  return tokens.slice(start).map((t) => t.w).join(' ');
 }
 
 /** `text` broken into lines of at most `maxChars` at phrase boundaries (a one-shot layout). */
@@ -234,6 +246,8 @@ export class SubtitleState {
       line = this.#newLine(speaker, corrected, line ? line.speaker : undefined);
       sealed = 0;
     }
+    let previous = null; // the line before `line` laid by this call, and its fixed words
+    let previousFixed = 0;
     for (const w of words(text, this.maxChars)) {
       const token = { w, key };
       const length = labelLength(line) + joinedLength([...line.words, token]);
@@ -244,11 +258,41 @@ export class SubtitleState {
       const keep = chooseBreak(line.words, w, sealed, this.maxChars, labelLength(line));
       const moved = line.words.splice(keep);
       line.closed = true;
+      previous = line;
+      previousFixed = sealed;
       line = this.#newLine(speaker, corrected, speaker);
       line.words.push(...moved, token);
       sealed = 0;
     }
+    if (previous) this.#balance(previous, previousFixed, line);
     if (corrected) line.corrected = true;
+  }
+
+  /**
+   * The last two lines a final laid, when the last is short (an orphan such as "die."): move
+   * words down from the line above (none it showed already) so both read as phrases of
+   * similar length. Neither line has been shown with these words yet.
+   */
+  #balance(upper, fixed, lower) {
+    const length = (list) => joinedLength(list);
+    if (labelLength(lower) + length(lower.words) >= this.maxChars / 3) return;
+    const pool = [...upper.words.slice(fixed), ...lower.words];
+    const head = upper.words.slice(0, fixed);
+    let best = null;
+    for (let keep = 1; keep < pool.length; keep += 1) {
+      const top = [...head, ...pool.slice(0, keep)];
+      const bottom = pool.slice(keep);
+      const topLength = labelLength(upper) + length(top);
+      const bottomLength = labelLength(lower) + length(bottom);
+      if (topLength > this.maxChars || bottomLength > this.maxChars) continue;
+      const score = breakScore(pool[keep - 1].w, pool[keep].w);
+      if (score === 0) continue;
+      const cost = Math.max(topLength, bottomLength) - 4 * score;
+      if (best === null || cost < best.cost) best = { cost, keep };
+    }
+    if (best === null) return;
+    upper.words = [...head, ...pool.slice(0, best.keep)];
+    lower.words = pool.slice(best.keep);
   }
 
   /**
@@ -383,18 +427,21 @@ export class SubtitleState {
     const last = this.lines[this.lines.length - 1];
     const tokens = words(text, this.maxChars).map((w) => ({ w }));
     if (last && !last.closed && this.#sameSpeaker(last.speaker, speaker)) {
-      const length = labelLength(last) + joinedLength([...last.words, ...tokens]);
-      if (length <= this.maxChars) return { draftText: text, draftSpeaker: speaker, inline: true };
+      const used = labelLength(last) + joinedLength(last.words);
+      if (used + 1 + joinedLength(tokens) <= this.maxChars) {
+        return { draftText: text, draftSpeaker: speaker, inline: true };
+      }
+      // A line less than half full keeps taking words: the draft's newest words that fit
+      // show after its final words (after an ellipsis), rather than closing it this short.
+      const room = this.maxChars - used - 3; // a space, "…" and a space
+      if (used < this.maxChars / 2 && room >= 8) {
+        const newest = newestThatFit(tokens, room);
+        if (newest) return { draftText: `… ${newest}`, draftSpeaker: speaker, inline: true };
+      }
     }
     const label = this.#labelFor(speaker);
     const room = this.maxChars - (label ? [...label].length + 2 : 0);
-    let start = tokens.length - 1;
-    while (start > 0 && joinedLength(tokens, start - 1) <= room) start -= 1;
-    return {
-      draftText: tokens.slice(start).map((t) => t.w).join(' '),
-      draftSpeaker: speaker,
-      inline: false,
-    };
+    return { draftText: newestThatFit(tokens, room), draftSpeaker: speaker, inline: false };
   }
 
   /** A draft that needs a line of its own closes the line above it (it takes no more words). */
