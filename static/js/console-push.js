@@ -1,6 +1,7 @@
 // The console's "Captions to YouTube Live or Zoom" panel (docs/protocol.md, "Captions pushed
 // out"): starts and stops a target with the presenter token and shows, for each target, its
-// last send and its last error, read every few seconds while the panel has targets.
+// last send and its last error, read every few seconds while the panel is open and has
+// targets (nothing is asked of the server before the presenter opens the panel).
 
 const REFRESH_MS = 3000;
 
@@ -26,6 +27,7 @@ export class PushPanel {
       error: document.getElementById('push-error'),
       status: document.getElementById('push-status'),
       badge: document.getElementById('push-badge'),
+      panel: document.getElementById('push'),
     };
     this.stats = { targets: [] };
     window.interpPush = this.stats;
@@ -33,7 +35,10 @@ export class PushPanel {
       event.preventDefault();
       this.start();
     });
-    if (this.token) this.refresh();
+    this.ui.panel.addEventListener('toggle', () => {
+      if (this.ui.panel.open && this.token) this.refresh();
+      else window.clearTimeout(this.timer);
+    });
   }
 
   async #request(method, path, body) {
@@ -86,7 +91,9 @@ export class PushPanel {
     }
     this.stats.targets = targets;
     this.render(targets);
-    if (targets.length > 0) this.timer = window.setTimeout(() => this.refresh(), REFRESH_MS);
+    if (targets.length > 0 && this.ui.panel.open) {
+      this.timer = window.setTimeout(() => this.refresh(), REFRESH_MS);
+    }
   }
 
   render(targets) {
