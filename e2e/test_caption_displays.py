@@ -13,20 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import httpx
 import pytest
 from PIL import Image
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.sync_api import Browser
 
-from e2e.conftest import CHROMIUM, STRICT_CSP
+from e2e.conftest import ConsoleLog, open_page
 from engine.events import Caption, Speaker
 from engine.session import Session
-from tests.app.inprocess import InProcess, in_process_server, new_session
+from tests.app.inprocess import InProcess, in_process_server
 
 pytestmark = pytest.mark.browser
+
+T = TypeVar("T")
 
 ADA = Speaker("s1", "Ada")
 BO = Speaker("s2", "Bo")
@@ -39,52 +45,59 @@ LINES = """() => [...document.querySelectorAll('.caption-line')].map((el) => ({
 }))"""
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"]
+@dataclass
+class Background:
+    """The in-process server, running in its own thread and event loop (Playwright's sync
+    API owns this thread's): ``call`` runs a coroutine there and waits for it."""
+
+    server: InProcess
+    loop: asyncio.AbstractEventLoop
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def session(self, code: str) -> Session:
+        session: Session | None = self.call(
+            self.server.state["services"].engine().registry.get(code)
         )
-        try:
-            yield launched
-        finally:
-            await launched.close()
+        assert session is not None
+        return session
+
+    def create(self, **body: Any) -> dict[str, Any]:
+        payload = {"title": "Results call", "source_language": "en", **body}
+        response = httpx.post(f"{self.server.url}/api/sessions", json=payload, timeout=10)
+        response.raise_for_status()
+        created: dict[str, Any] = response.json()
+        return created
+
+    def say(self, session: Session, script: list[Caption], pause: float = 0.15) -> None:
+        async def publish() -> None:
+            for caption in script:
+                await session.publish(caption)
+                await asyncio.sleep(pause)
+
+        self.call(publish())
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[InProcess]:
-    async with in_process_server(tmp_path, apertium=True) as running:
-        yield running
+def background(tmp_path: Path) -> Iterator[Background]:
+    loop = asyncio.new_event_loop()
+    started: Future[InProcess] = Future()
+    stop = asyncio.Event()
 
+    async def serve() -> None:
+        async with in_process_server(tmp_path, apertium=True) as server:
+            started.set_result(server)
+            await stop.wait()
 
-async def open_page(browser: Browser, errors: list[str], **options: Any) -> Page:
-    """A page under the strict CSP of e2e/conftest.py, its errors collected."""
-    context = await browser.new_context(**options)
-    # A document fulfilled by a route has no IP address space: allow its WebSocket to
-    # 127.0.0.1 as a user would (e2e/conftest.py does the same).
-    await context.grant_permissions(["local-network-access"])
-
-    async def strict(route: Any, request: Any) -> None:
-        if request.resource_type != "document":
-            await route.continue_()
-            return
-        response = await route.fetch()
-        await route.fulfill(
-            response=response,
-            headers={**response.headers, "content-security-policy": STRICT_CSP},
-        )
-
-    await context.route("**/*", strict)
-    page = await context.new_page()
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    return page
-
-
-async def say(session: Session, script: list[Caption], pause: float = 0.15) -> None:
-    for caption in script:
-        await session.publish(caption)
-        await asyncio.sleep(pause)
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    try:
+        yield Background(started.result(60), loop)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(60)
+        loop.close()
 
 
 def en(segment: int, state: str, text: str, **extra: Any) -> Caption:
@@ -122,32 +135,33 @@ SCRIPT = [
 FINALS_EN = [c.text for c in SCRIPT if c.lang == "en" and c.is_final and not c.rev]
 
 
-async def test_screen_overlay_and_phone_lay_out_captions_as_subtitles(
-    browser: Browser, server: InProcess, tmp_path: Path
+def test_screen_overlay_and_phone_lay_out_captions_as_subtitles(
+    browser: Browser, background: Background
 ) -> None:
-    created = await new_session(server.url, title="Results call", target_languages=["es"])
+    server = background.server
+    created = background.create(target_languages=["es"])
     code = created["code"]
-    session = await server.state["services"].engine().registry.get(code)
-    errors: list[str] = []
-    screen = await open_page(browser, errors, viewport={"width": 1920, "height": 1080})
-    overlay = await open_page(browser, errors, viewport={"width": 1920, "height": 1080})
-    phone = await open_page(
-        browser, errors, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+    session = background.session(code)
+    console = ConsoleLog()
+    screen = open_page(browser, console, viewport={"width": 1920, "height": 1080})
+    overlay = open_page(browser, console, viewport={"width": 1920, "height": 1080})
+    phone = open_page(
+        browser, console, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
     )
-    await screen.goto(f"{server.url}/s/{code}/screen?lang=en,es")
-    await overlay.goto(f"{server.url}/s/{code}/overlay?lang=es&bg=transparent")
-    await phone.goto(f"{server.url}/s/{code}")
+    screen.goto(f"{server.url}/s/{code}/screen?lang=en,es")
+    overlay.goto(f"{server.url}/s/{code}/overlay?lang=es&bg=transparent")
+    phone.goto(f"{server.url}/s/{code}")
     for page in (screen, overlay, phone):
-        await page.wait_for_function("() => window.interpStats && window.interpStats.connected")
+        page.wait_for_function("() => window.interpStats && window.interpStats.connected")
 
-    await say(session, SCRIPT)
+    background.say(session, SCRIPT)
     # Each line stays 1.5 s before the next pushes it out: the screen catches up in steps.
-    await screen.wait_for_function(
+    screen.wait_for_function(
         "() => [...document.querySelectorAll('.caption-draft')].some((el) => "
         "el.textContent.includes('And the next quarter'))",
         timeout=30_000,
     )
-    await phone.wait_for_function(
+    phone.wait_for_function(
         "() => [...document.querySelectorAll('.caption-line')].some((el) => "
         "el.textContent.includes('TeamViewer'))",
         timeout=10_000,
@@ -155,7 +169,7 @@ async def test_screen_overlay_and_phone_lay_out_captions_as_subtitles(
 
     # The screen: two languages stacked, at most three lines each, 42 characters a line,
     # the draft only on the last line, the corrected caption marked, speakers named.
-    lines = await screen.evaluate(LINES)
+    lines = screen.evaluate(LINES)
     english = [line for line in lines if line["block"] == "en"]
     spanish = [line for line in lines if line["block"] == "es"]
     assert 1 <= len(english) <= 3 and 1 <= len(spanish) <= 3, lines
@@ -169,38 +183,38 @@ async def test_screen_overlay_and_phone_lay_out_captions_as_subtitles(
         for line in spanish
         for d in ("según el ácido", "la col cambia")
     )
-    screen_stats = await screen.evaluate("() => window.interpSubtitles")
+    screen_stats = screen.evaluate("() => window.interpSubtitles")
     assert screen_stats["changedAfterScroll"] == 0 and screen_stats["longestLine"] <= 42
 
     # The phone: the whole history in English, the correction in place and marked, the
     # change of speaker labelled; every final once.
-    phone_lines = await phone.evaluate(LINES)
+    phone_lines = phone.evaluate(LINES)
     texts = " ".join(line["text"] for line in phone_lines)
     assert "TeamViewer" in texts and "team view " not in texts
     assert any(line["corrected"] for line in phone_lines)
     assert [line["speaker"] for line in phone_lines if line["speaker"]] == ["Ada", "Bo"]
-    finals = await phone.evaluate("() => window.interpCaptions.finals('en').map((f) => f[1])")
+    finals = phone.evaluate("() => window.interpCaptions.finals('en').map((f) => f[1])")
     assert finals[: len(FINALS_EN)] == FINALS_EN
-    assert (await phone.evaluate("() => window.interpStats.duplicateFinals")) == 0
+    assert (phone.evaluate("() => window.interpStats.duplicateFinals")) == 0
 
     # Screen readers: each finished caption once, in order, the correction said as one,
     # and never a draft; the lines themselves are not read on the displays.
-    log = await screen.locator("#announcer").aria_snapshot()
+    log = screen.locator("#announcer").aria_snapshot()
     for text in FINALS_EN:
         assert log.count(text) == 1, (text, log)
     assert "Correction: We moved our remote support to TeamViewer last year." in log
     assert "And the next quarter" not in log and "Good morning\n" not in log
-    tree = await screen.locator("body").aria_snapshot()
+    tree = screen.locator("body").aria_snapshot()
     assert "And the next quarter" not in tree
-    phone_log = await phone.locator("#announcer").aria_snapshot()
+    phone_log = phone.locator("#announcer").aria_snapshot()
     assert all(phone_log.count(text) == 1 for text in FINALS_EN), phone_log
     assert "And the next quarter" not in phone_log
 
     # The overlay: nothing but captions, on a transparent page.
-    assert await overlay.evaluate("() => getComputedStyle(document.body).backgroundColor") == (
+    assert overlay.evaluate("() => getComputedStyle(document.body).backgroundColor") == (
         "rgba(0, 0, 0, 0)"
     )
-    visible = await overlay.evaluate(
+    visible = overlay.evaluate(
         """() => [...document.body.querySelectorAll('*')].filter((el) => {
           if (el.closest('.subtitles') || el.children.length > 0) return false;
           const box = el.getBoundingClientRect();
@@ -208,74 +222,74 @@ async def test_screen_overlay_and_phone_lay_out_captions_as_subtitles(
         }).map((el) => el.tagName)"""
     )
     assert visible == [], visible
-    png = await overlay.screenshot(omit_background=True)
+    png = overlay.screenshot(omit_background=True)
     image = Image.open(io.BytesIO(png))
     assert image.mode == "RGBA" and image.getpixel((5, 5))[3] == 0  # see-through
-    overlay_lines = await overlay.evaluate(LINES)
+    overlay_lines = overlay.evaluate(LINES)
     assert overlay_lines and all(line["block"] == "es" for line in overlay_lines)
 
     # A dropped connection: the screen reconnects and backfills what it missed.
-    await screen.context.set_offline(True)
-    await session.publish(en(7, "final", "This came while the screen was offline."))
-    await screen.context.set_offline(False)
-    await screen.wait_for_function(
+    screen.context.set_offline(True)
+    background.call(session.publish(en(7, "final", "This came while the screen was offline.")))
+    screen.context.set_offline(False)
+    screen.wait_for_function(
         "() => window.interpStats.reconnects >= 1 && [...document.querySelectorAll("
         "'.caption-line')].some((el) => el.textContent.includes('while the screen was offline'))",
         timeout=20_000,
     )
 
     # Full screen on a key, and a cursor that hides itself when the mouse rests.
-    await screen.mouse.move(200, 200)
-    await screen.keyboard.press("f")
-    await screen.wait_for_function("() => document.fullscreenElement !== null", timeout=5_000)
-    await screen.wait_for_function(
+    screen.mouse.move(200, 200)
+    screen.keyboard.press("f")
+    screen.wait_for_function("() => document.fullscreenElement !== null", timeout=5_000)
+    screen.wait_for_function(
         "() => document.body.classList.contains('cursor-hidden')", timeout=5_000
     )
     for page in (screen, overlay, phone):
-        await page.context.close()
-    assert errors == [], errors
+        page.context.close()
+    assert console.errors == [], console.errors
 
 
-async def test_a_private_sessions_screen_asks_for_the_passcode(
-    browser: Browser, server: InProcess
+def test_a_private_sessions_screen_asks_for_the_passcode(
+    browser: Browser, background: Background
 ) -> None:
-    created = await new_session(server.url, title="Board", listener_passcode="tulip 42")
+    server = background.server
+    created = background.create(title="Board", listener_passcode="tulip 42")
     code = created["code"]
-    session = await server.state["services"].engine().registry.get(code)
-    errors: list[str] = []
-    screen = await open_page(browser, errors, viewport={"width": 1920, "height": 1080})
-    await screen.goto(f"{server.url}/s/{code}/screen")
+    session = background.session(code)
+    log = ConsoleLog()
+    screen = open_page(browser, log, viewport={"width": 1920, "height": 1080})
+    screen.goto(f"{server.url}/s/{code}/screen")
     form = screen.locator("#passcode-form")
-    await form.wait_for(state="visible")
-    assert "Board" not in await screen.content()  # the title stays private
-    await screen.fill("#passcode", "tulip")
-    await screen.click("#passcode-form button")
-    await screen.locator("#passcode-error").wait_for(state="visible")
-    await screen.fill("#passcode", "tulip 42")
-    await screen.click("#passcode-form button")
-    await screen.wait_for_function("() => window.interpStats.connected")
-    await session.publish(en(0, "final", "Only the board reads this."))
-    await screen.wait_for_function(
+    form.wait_for(state="visible")
+    assert "Board" not in screen.content()  # the title stays private
+    screen.fill("#passcode", "tulip")
+    screen.click("#passcode-form button")
+    screen.locator("#passcode-error").wait_for(state="visible")
+    screen.fill("#passcode", "tulip 42")
+    screen.click("#passcode-form button")
+    screen.wait_for_function("() => window.interpStats.connected")
+    background.call(session.publish(en(0, "final", "Only the board reads this.")))
+    screen.wait_for_function(
         "() => document.querySelector('.caption-line')?.textContent.includes('Only the board')"
     )
     # The share link's token opens the overlay directly (the console hands it out).
-    overlay = await open_page(browser, errors, viewport={"width": 1280, "height": 720})
-    await overlay.goto(f"{server.url}/s/{code}/overlay#token={created['listener_token']}")
-    await overlay.wait_for_function("() => window.interpStats.connected")
+    overlay = open_page(browser, log, viewport={"width": 1280, "height": 720})
+    overlay.goto(f"{server.url}/s/{code}/overlay#token={created['listener_token']}")
+    overlay.wait_for_function("() => window.interpStats.connected")
     assert "#token" not in overlay.url  # it left the address bar
-    await screen.context.close()
-    await overlay.context.close()
-    unexpected = [e for e in errors if "401" not in e]
+    screen.context.close()
+    overlay.context.close()
+    unexpected = [e for e in log.errors if "401" not in e]
     assert unexpected == [], unexpected
 
 
-async def test_display_parameters_are_checked(server: InProcess) -> None:
-    import httpx
-
-    created = await new_session(server.url)
+def test_display_parameters_are_checked(background: Background) -> None:
+    server = background.server
+    created = background.create()
     base = f"{server.url}/s/{created['code']}"
-    async with httpx.AsyncClient(timeout=10) as client:
-        ok = await client.get(f"{base}/screen?lines=2&size=64&position=top&theme=light")
+    with httpx.Client(timeout=10) as client:
+        ok = client.get(f"{base}/screen?lines=2&size=64&position=top&theme=light")
         assert ok.status_code == 200 and 'data-size="64px"' in ok.text
         assert "frame-ancestors 'self'" in ok.headers["content-security-policy"]
         for query, problem in [
@@ -286,6 +300,6 @@ async def test_display_parameters_are_checked(server: InProcess) -> None:
             ("bg=pink", "bg"),
             ("position=left", "position"),
         ]:
-            bad = await client.get(f"{base}/overlay?{query}")
+            bad = client.get(f"{base}/overlay?{query}")
             assert bad.status_code == 400 and problem in bad.text, (query, bad.text)
-        assert (await client.get(f"{server.url}/s/ZZZZ22/screen")).status_code == 404
+        assert (client.get(f"{server.url}/s/ZZZZ22/screen")).status_code == 404
