@@ -278,8 +278,21 @@ def test_a_private_sessions_screen_asks_for_the_passcode(
     overlay.goto(f"{server.url}/s/{code}/overlay#token={created['listener_token']}")
     overlay.wait_for_function("() => window.interpStats.connected")
     assert "#token" not in overlay.url  # it left the address bar
+    # The listener page asks for the passcode too, and shows the title only after it.
+    phone = open_page(browser, log, viewport={"width": 390, "height": 844}, is_mobile=True)
+    phone.goto(f"{server.url}/s/{code}")
+    phone.locator("#passcode-form").wait_for(state="visible")
+    assert phone.locator("#listen-title").inner_text() == "Private session"
+    phone.fill("#passcode", "tulip 42")
+    phone.click("#passcode-form button")
+    phone.wait_for_function("() => window.interpStats.connected")
+    assert phone.locator("#listen-title").inner_text() == "Board"
+    phone.wait_for_function(
+        "() => window.interpCaptions.finals('en').some(([, t]) => t.includes('Only the board'))"
+    )
     screen.context.close()
     overlay.context.close()
+    phone.context.close()
     unexpected = [e for e in log.errors if "401" not in e]
     assert unexpected == [], unexpected
 

@@ -186,3 +186,21 @@ async def test_a_public_session_needs_no_token_and_has_no_passcode(tmp_path: Pat
             "POST", f"{url}/api/sessions", json={"title": "t", "listener_passcode": "12"}
         )
         assert bad.status_code == 422
+
+
+async def test_a_private_sessions_webrtc_listener_needs_the_token(tmp_path: Path) -> None:
+    from bench.webrtc_replay import new_peer, post_offer
+
+    async with in_process_server(tmp_path) as server:
+        created = await new_session(server.url, listener_passcode="tulip 42")
+        pc = new_peer()
+        pc.addTransceiver("audio", direction="recvonly")
+        await pc.setLocalDescription(await pc.createOffer())
+        offer = {"sdp": pc.localDescription.sdp, "type": "offer", "role": "listen", "lang": "en"}
+        await pc.close()
+        code = created["code"]
+        assert (await post_offer(server.url, code, offer)).status_code == 401
+        wrong = await post_offer(server.url, code, {**offer, "token": "x" * 32})
+        assert wrong.status_code == 403
+        right = await post_offer(server.url, code, {**offer, "token": created["listener_token"]})
+        assert right.status_code == 200, right.text
