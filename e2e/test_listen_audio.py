@@ -566,6 +566,12 @@ def test_real_speech_reaches_the_listener_who_asked(
                 "() => window.interpStats.connection === 'closed'", timeout=20_000
             )
             expect(page.locator("#notice")).to_be_hidden()
+        # Nothing is spoken any more, and the audio panel says so (it used to stay "on").
+        expect(hearing.locator("#audio-toggle-hint")).to_have_text(
+            "Spoken translation has finished"
+        )
+        expect(hearing.locator("#audio-toggle")).to_be_disabled()
+        assert hearing.evaluate("() => window.interpAudio.enabled") is False
     finally:
         hearing_log.write(artifacts_dir / "listener-audio-real-console.txt")
         reading_log.write(artifacts_dir / "listener-audio-off-console.txt")
