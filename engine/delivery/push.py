@@ -27,7 +27,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -112,12 +112,6 @@ Subscribe = Callable[[frozenset[str], int], Subscription]
 Unsubscribe = Callable[[Subscription], None]
 
 
-@dataclass
-class _Pending:
-    caption: Caption
-    queued_at: float = field(default_factory=time.monotonic)
-
-
 class CaptionPush:
     """One target of one session (policies in the module docstring)."""
 
@@ -137,7 +131,7 @@ class CaptionPush:
         self._unsubscribe = unsubscribe
         self._poster = poster
         self._subscription = subscribe(frozenset({target.lang}), since)
-        self._pending: deque[_Pending] = deque()
+        self._pending: deque[Caption] = deque()
         self._ready = asyncio.Event()
         self._seq = 0
         self._tasks = [
@@ -181,7 +175,7 @@ class CaptionPush:
         if len(self._pending) >= self.policy.max_pending:
             self._pending.popleft()
             self.status.dropped += 1
-        self._pending.append(_Pending(caption))
+        self._pending.append(caption)
         self._ready.set()
 
     async def _send(self) -> None:
@@ -189,9 +183,9 @@ class CaptionPush:
             while not self._pending:
                 self._ready.clear()
                 await self._ready.wait()
-            item = self._pending.popleft()
+            caption = self._pending.popleft()
             self._seq += 1  # one per new caption; retries keep it
-            await self._post(item.caption, self._seq)
+            await self._post(caption, self._seq)
 
     async def _post(self, caption: Caption, seq: int) -> None:
         target = self.target

@@ -178,3 +178,14 @@ def test_state_events_carry_counts_by_language_in_one_json_form() -> None:
     assert data["by_language"] == {"en": 1, "es": 2}
     assert from_dict(data) == event
     assert "by_language" not in to_dict(StateChange("live", 0))
+
+
+def test_a_redis_audience_entry_without_counts_still_reads() -> None:
+    from engine.delivery.redis import Audience
+
+    old, at = Audience.from_json('{"n": 2, "l": ["en"], "s": [], "t": 5.0}')
+    assert (old.count, old.by_language, at) == (2, (), 5.0)
+    new = Audience(1, frozenset({"es"}), frozenset(), (("es", 1),))
+    merged = old | new | new
+    assert merged.count == 4 and merged.by_language == (("es", 2),)
+    assert Audience.from_json(merged.to_json(9.0)) == (merged, 9.0)
