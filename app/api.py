@@ -12,9 +12,12 @@ from starlette.responses import JSONResponse, Response
 from app.errors import error
 from app.services import Services
 from engine import languages, transcript
+from engine.access import valid_passcode
 from engine.presenting import check_credentials
+from engine.refusals import Refused
 from engine.registry import TooManySessions
 from engine.session import Session
+from engine.store.base import verify_token
 from engine.terms import TermError, parse_terms
 
 MAX_TITLE = 200
@@ -47,6 +50,28 @@ async def json_body(request: Request) -> dict[str, Any] | JSONResponse:
     return data
 
 
+def credential(request: Request) -> str:
+    """The token a request carries: ``Authorization: Bearer``, else the ``token`` query
+    parameter (a download link cannot set a header)."""
+    return bearer(request) or request.query_params.get("token", "")
+
+
+async def follower_session(request: Request) -> Session | JSONResponse:
+    """The session named in the path, if the request may follow it: any request for a
+    public session; one with a listener or presenter token for a private one (refusals
+    answer 401 or 403, app/errors.py)."""
+    session = await session_or_404(request)
+    if isinstance(session, JSONResponse):
+        return session
+    await services_of(request).engine().access.check(session, credential(request))
+    return session
+
+
+def listen_url(code: str, listener_token: str | None) -> str:
+    """The share link: a private session's carries a listener token in the fragment."""
+    return f"/s/{code}" + (f"#token={listener_token}" if listener_token else "")
+
+
 def session_facts(session: Session, services: Services) -> dict[str, Any]:
     record = session.record
     speakers = [
@@ -61,9 +86,12 @@ def session_facts(session: Session, services: Services) -> dict[str, Any]:
         "source_language": record.source_language,
         "target_languages": list(record.target_languages),
         "languages": [record.source_language, *record.target_languages],
+        "language_names": {code: languages.get(code).english_name for code in session.offered},
         "state": session.state,
         "listeners": services.hub.listener_count(record.code),
+        "by_language": dict(services.hub.listeners_by_language(record.code)),
         "listen_url": f"/s/{record.code}",
+        "private": record.private,
     }
 
 
@@ -76,6 +104,9 @@ async def create_session(request: Request) -> Response:
     title = data.get("title", "")
     source = data.get("source_language", "en")
     targets = data.get("target_languages", [])
+    passcode = data.get("listener_passcode")
+    if passcode is not None and not valid_passcode(passcode):
+        return error(422, "listener_passcode must be 4-128 printable characters")
     if not isinstance(title, str) or len(title) > MAX_TITLE:
         return error(422, f"title must be a string of at most {MAX_TITLE} characters")
     if not isinstance(source, str) or not languages.is_known(source):
@@ -117,29 +148,43 @@ async def create_session(request: Request) -> Response:
             status_code=429,
             headers={"Retry-After": str(max(1, round(wait)))},
         )
+    passcode_hash = None if passcode is None else await engine.access.passcode_hash(passcode)
     try:
         session, token = await engine.registry.create(
-            title.strip() or "Untitled session", source, tuple(normalised), terms
+            title.strip() or "Untitled session",
+            source,
+            tuple(normalised),
+            terms,
+            passcode_hash=passcode_hash,
         )
     except TooManySessions as exc:
         return error(503, str(exc))
     code = session.code
-    return JSONResponse(
-        {
-            "id": session.record.id,
-            "code": code,
-            "presenter_token": token,
-            "present_url": f"/p/{code}#token={token}",
-            "listen_url": f"/s/{code}",
-        },
-        status_code=201,
-    )
+    listener_token = None if passcode is None else await engine.access.grant(session, token)
+    body = {
+        "id": session.record.id,
+        "code": code,
+        "presenter_token": token,
+        "present_url": f"/p/{code}#token={token}",
+        "listen_url": listen_url(code, listener_token),
+        "private": session.record.private,
+    }
+    if listener_token is not None:
+        body["listener_token"] = listener_token
+    return JSONResponse(body, status_code=201)
 
 
 async def get_session(request: Request) -> Response:
+    """The session's public facts; of a private session, only that it exists and is private
+    unless the request carries a listener or presenter token."""
     session = await session_or_404(request)
     if isinstance(session, JSONResponse):
         return session
+    if session.record.private:
+        try:
+            await services_of(request).engine().access.check(session, credential(request))
+        except Refused:
+            return JSONResponse({"code": session.code, "private": True})
     return JSONResponse(session_facts(session, services_of(request)))
 
 
@@ -149,7 +194,7 @@ def bearer(request: Request) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-async def _presenter_session(request: Request) -> Session | JSONResponse:
+async def presenter_session(request: Request) -> Session | JSONResponse:
     """The session named in the path, if the request carries its presenter token as
     ``Authorization: Bearer`` (refusals answer 401 or 403, app/errors.py)."""
     session = await session_or_404(request)
@@ -166,7 +211,7 @@ MAX_TERM_CHARS = 100
 async def set_glossary(request: Request) -> Response:
     """``PUT /api/sessions/{code}/glossary`` ``{"es": {"source term": "target term"}}``:
     the presenter's terms, applied to every draft and final translation from now on."""
-    session = await _presenter_session(request)
+    session = await presenter_session(request)
     if isinstance(session, JSONResponse):
         return session
     data = await json_body(request)
@@ -199,7 +244,7 @@ async def set_glossary(request: Request) -> Response:
 
 
 async def get_glossary(request: Request) -> Response:
-    session = await session_or_404(request)
+    session = await follower_session(request)
     if isinstance(session, JSONResponse):
         return session
     return JSONResponse({"code": session.code, "glossary": session.glossary})
@@ -215,7 +260,7 @@ async def end_session(request: Request) -> Response:
 
 async def get_transcript(request: Request) -> Response:
     services = services_of(request)
-    session = await session_or_404(request)
+    session = await follower_session(request)
     if isinstance(session, JSONResponse):
         return session
     record = session.record
@@ -242,18 +287,22 @@ async def get_transcript(request: Request) -> Response:
 
 
 async def qr_code(request: Request) -> Response:
-    """The session's share link as an SVG QR code (for a slide or the presenter console)."""
+    """The session's share link as an SVG QR code (for a slide or the presenter console). A
+    private session's needs a listener token (``Authorization: Bearer``), which the link in
+    the code then carries in its fragment."""
     import segno
 
-    session = await session_or_404(request)
+    session = await follower_session(request)
     if isinstance(session, JSONResponse):
         return session
-    link = f"{request.base_url}".rstrip("/") + f"/s/{session.code}"
+    token = credential(request) if session.record.private else None
+    if token is not None and verify_token(session.record, token):
+        return error(400, "a private session's QR code carries a listener token, not yours")
+    link = f"{request.base_url}".rstrip("/") + listen_url(session.code, token)
     buffer = io.BytesIO()
     segno.make(link, error="m").save(buffer, kind="svg", scale=8, border=2, title=link)
-    return Response(
-        buffer.getvalue(), media_type="image/svg+xml", headers={"Cache-Control": "max-age=3600"}
-    )
+    cache = "private, no-store" if session.record.private else "max-age=3600"
+    return Response(buffer.getvalue(), media_type="image/svg+xml", headers={"Cache-Control": cache})
 
 
 async def list_routes(request: Request) -> Response:

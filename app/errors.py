@@ -11,6 +11,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from app.services import NotReady
 from engine.refusals import Refusal, Refused
+from engine.workers import Saturated
 
 HTTP_STATUS: dict[Refusal, int] = {
     Refusal.NO_CREDENTIALS: 401,
@@ -29,6 +30,8 @@ HTTP_STATUS: dict[Refusal, int] = {
     Refusal.ALREADY_DECIDED: 409,
     Refusal.UNKNOWN_SEGMENT: 404,
     Refusal.BAD_EDIT: 422,
+    Refusal.WRONG_PASSCODE: 401,
+    Refusal.NOT_PRIVATE: 409,
 }
 """HTTP status of each refusal (every HTTP route and WebRTC offers)."""
 
@@ -61,5 +64,11 @@ async def not_ready(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": str(exc)}, status_code=503, headers=headers)
 
 
-EXCEPTION_HANDLERS = {Refused: refused, NotReady: not_ready}
+async def saturated(request: Request, exc: Exception) -> Response:
+    """A worker pool is full (engine/workers.py): 503, try again shortly."""
+    headers = {"Retry-After": str(RETRY_AFTER_S)}
+    return JSONResponse({"error": str(exc)}, status_code=503, headers=headers)
+
+
+EXCEPTION_HANDLERS = {Refused: refused, NotReady: not_ready, Saturated: saturated}
 """Starlette exception handlers: a route raises, the table answers."""

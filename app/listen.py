@@ -1,4 +1,5 @@
-"""WebSocket ``/ws/listen/{code}``: one audience member following a session.
+"""WebSocket ``/ws/listen/{code}``: one audience member following a session (or, with
+``preview=1`` and the presenter token, the presenter's preview of a language, not counted).
 
 The listener's events come from its hub subscription (bounded queue, overflow policy in
 engine/hub.py). A listener that cannot keep up is closed with 1013 and a reason naming the
@@ -19,6 +20,15 @@ from app.sockets import accept_for_session, close, services_of
 from engine import languages
 from engine.delivery.hub import Hub, ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.events import SpeechAudio, to_json
+from engine.presenting import check_credentials
+from engine.refusals import Refusal, Refused
+
+CLOSE_CODE: dict[Refusal, int] = {
+    Refusal.NO_CREDENTIALS: 1008,
+    Refusal.BAD_CREDENTIALS: 1008,
+}
+"""The close code of each refusal a listener can meet (a private session's token,
+engine/access.py; docs/protocol.md)."""
 
 
 async def _send_events(websocket: WebSocket, sub: Subscription, watch: SendWatch) -> None:
@@ -54,10 +64,18 @@ async def listen_endpoint(websocket: WebSocket) -> None:
     accepted = await accept_for_session(websocket)
     if accepted is None:
         return
-    _, session = accepted
+    engine, session = accepted
     services = services_of(websocket)
     hub = services.hub
     params = websocket.query_params
+    preview = params.get("preview", "0")
+    try:
+        if preview == "1":  # the presenter's preview of a language: not audience
+            check_credentials(session, params.get("token"))
+        await engine.access.check(session, params.get("token"))
+    except Refused as exc:
+        await close(websocket, CLOSE_CODE[exc.reason], exc.message)
+        return
     offered = session.offered
     lang = params.get("lang", session.record.source_language)
     if not languages.is_known(lang) or languages.normalise(lang) not in offered:
@@ -75,7 +93,13 @@ async def listen_endpoint(websocket: WebSocket) -> None:
     if hub.listener_count(session.code) >= services.settings.max_listeners_per_session:
         await close(websocket, 1013, "this session has as many listeners as it allows")
         return
-    sub = hub.subscribe(session.code, frozenset({lang}), int(since_text), audio=audio_text == "1")
+    sub = hub.subscribe(
+        session.code,
+        frozenset({lang}),
+        int(since_text),
+        audio=audio_text == "1",
+        counted=preview != "1",
+    )
     sender = asyncio.create_task(_send_events(websocket, sub, websocket.state.send_watch))
     session.audience_changed()
     try:

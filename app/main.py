@@ -18,16 +18,17 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from app import api, edit_api, panel_api
+from app import access_api, api, edit_api, panel_api, push_api
+from app.caption_pages import display_page
 from app.errors import EXCEPTION_HANDLERS
 from app.listen import listen_endpoint
 from app.metrics import LiveCollector, PrometheusObserver, metrics_endpoint
 from app.nodes import backends, follow_other_nodes
 from app.present import present_endpoint
+from app.route_summary import organiser_rows
 from app.security import SecurityHeaders
 from app.sendwatch import SendWatch
 from app.services import (
-    Engine,
     Services,
     TranscriberFactory,
     build_services,
@@ -57,44 +58,12 @@ async def index(request: Request) -> Response:
     return templates.TemplateResponse(
         request,
         "index.html",
-        {"languages": langs, "default_language": "en", "route_rows": route_rows(engine)},
+        {
+            "languages": langs,
+            "default_language": "en",
+            "route_rows": organiser_rows(engine.routes),
+        },
     )
-
-
-def route_rows(engine: Engine) -> list[dict[str, str]]:
-    """The route table for people: text routes one per row; the many speech-only routes
-    into English (Whisper translate, no draft backend) folded into one row."""
-
-    def name(code: str) -> str:
-        return languages.get(code).english_name if languages.is_known(code) else code
-
-    rows: list[dict[str, str]] = []
-    speech_only: list[str] = []
-    note = ""
-    for route in engine.routes:
-        if route.draft_backend is None and route.speech_final:
-            speech_only.append(name(route.source))
-            note = route.note
-            continue
-        draft = route.draft_backend.label if route.draft_backend else "source shown"
-        rows.append(
-            {
-                "source": name(route.source),
-                "target": name(route.target),
-                "how": f"{draft} / {route.final_backend.label}",
-                "note": route.note,
-            }
-        )
-    if speech_only:
-        rows.append(
-            {
-                "source": f"{len(speech_only)} more: {', '.join(sorted(speech_only))}",
-                "target": "English",
-                "how": "source shown / Whisper base speech translation",
-                "note": note,
-            }
-        )
-    return rows
 
 
 async def present_page(request: Request) -> Response:
@@ -107,8 +76,13 @@ async def present_page(request: Request) -> Response:
         "present.html",
         {
             "code": record.code,
-            "title": record.title,
+            # A private session's title is shown once the console has shown its token.
+            "title": "Private session" if record.private else record.title,
+            "private": record.private,
             "source_language": record.source_language,
+            "languages": [
+                {"code": c, "name": languages.get(c).english_name} for c in session.offered
+            ],
             "listen_url": f"/s/{record.code}",
         },
     )
@@ -141,20 +115,31 @@ async def listen_page(request: Request) -> Response:
             request, "missing.html", {"code": request.path_params["code"]}, status_code=404
         )
     record = session.record
+    # A private session's page shows nothing but that it is private until the reader gives
+    # the passcode or brings a token (static/js/listen.js fills in the rest).
+    offered = [] if record.private else session.offered
     return templates.TemplateResponse(
         request,
         "listen.html",
         {
             "code": record.code,
-            "title": record.title,
-            "source_language": record.source_language,
-            "languages": [
-                {"code": c, "name": languages.get(c).english_name}
-                for c in (record.source_language, *record.target_languages)
-            ],
-            "state": session.state,
+            "title": "Private session" if record.private else record.title,
+            "private": record.private,
+            "source_language": "" if record.private else record.source_language,
+            "languages": [{"code": c, "name": languages.get(c).english_name} for c in offered],
+            "state": "private" if record.private else session.state,
         },
     )
+
+
+async def screen_page(request: Request) -> Response:
+    """The venue screen: full-window captions for a projector (app/caption_pages.py)."""
+    return await display_page(request, templates, "screen")
+
+
+async def overlay_page(request: Request) -> Response:
+    """The stream overlay: captions only, for an OBS browser source (app/caption_pages.py)."""
+    return await display_page(request, templates, "overlay")
 
 
 async def talk_page(request: Request) -> Response:
@@ -257,6 +242,7 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
             services.translators.close()
+            await services.poster.aclose()
             await services.hub.close()
             services.workers.shutdown()
             store.close()
@@ -266,6 +252,8 @@ def create_app(
         Route("/p/{code}", present_page),
         Route("/s/{code}", listen_page),
         Route("/e/{code}", edit_page),
+        Route("/s/{code}/screen", screen_page),
+        Route("/s/{code}/overlay", overlay_page),
         Route("/talk", talk_page),
         Route("/healthz", healthz),
         Route("/readyz", readyz),
@@ -274,6 +262,13 @@ def create_app(
         Route("/api/sessions", api.create_session, methods=["POST"]),
         Route("/api/sessions/{code}", api.get_session),
         Route("/api/sessions/{code}/end", api.end_session, methods=["POST"]),
+        Route("/api/sessions/{code}/join", access_api.join, methods=["POST"]),
+        Route("/api/sessions/{code}/listener-token", access_api.listener_token, methods=["POST"]),
+        Route("/api/sessions/{code}/passcode", access_api.set_passcode, methods=["PUT"]),
+        Route("/api/sessions/{code}/push", push_api.get_push),
+        Route(
+            "/api/sessions/{code}/push/{service}", push_api.push_target, methods=["PUT", "DELETE"]
+        ),
         Route("/api/sessions/{code}/glossary", api.set_glossary, methods=["PUT"]),
         Route("/api/sessions/{code}/glossary", api.get_glossary, methods=["GET"]),
         Route("/api/sessions/{code}/terms", edit_api.set_terms, methods=["PUT"]),

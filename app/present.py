@@ -39,6 +39,8 @@ CLOSE_CODE: dict[Refusal, int] = {
     Refusal.BAD_REQUEST: 1003,
     Refusal.NOT_FOUND: 1008,
     Refusal.ALREADY_DECIDED: 1008,
+    Refusal.WRONG_PASSCODE: 1008,
+    Refusal.NOT_PRIVATE: 1008,
 }
 """The close code of each refusal (docs/protocol.md)."""
 

@@ -24,6 +24,19 @@ class SlidingWindowLimit:
     clock: Callable[[], float] = time.monotonic
     _hits: dict[str, deque[float]] = field(default_factory=dict)
 
+    def wait(self, key: str) -> float | None:
+        """Seconds until ``key`` may act again (None: now), without recording anything."""
+        if self.limit <= 0:
+            return None
+        hits = self._hits.get(key)
+        if hits is None:
+            return None
+        now = self.clock()
+        recent = [hit for hit in hits if hit > now - self.window]
+        if len(recent) < self.limit:
+            return None
+        return max(0.0, recent[-self.limit] + self.window - now)
+
     def allow(self, key: str) -> float | None:
         """Record one event for ``key``; None if allowed, else seconds until one is."""
         if self.limit <= 0:

@@ -15,9 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from app.nodes import Backends
+from app.push_http import HttpPoster
 from app.ratelimit import SlidingWindowLimit
 from app.settings import Settings
+from engine.access import ListenerAccess
 from engine.delivery.hub import Hub
+from engine.delivery.push import PushPolicy
 from engine.editing import Editing
 from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presenting
@@ -80,6 +83,8 @@ class Engine:
     registry: SessionRegistry
     presenting: Presenting
     editing: Editing
+    access: ListenerAccess
+    """Private sessions: passcodes and listener tokens."""
 
 
 @dataclass(slots=True)
@@ -109,6 +114,10 @@ class Services:
     translators: Translators
     voices: VoiceBank | None
     creation_limit: SlidingWindowLimit
+    passcode_guesses: SlidingWindowLimit
+    """Wrong passcodes per client address (``POST .../join``)."""
+    poster: HttpPoster
+    """Where captions pushed out go (YouTube, Zoom): one HTTP client, closed at shutdown."""
     loading: Loading = field(default_factory=Loading)
 
     @property
@@ -159,6 +168,8 @@ def build_services(settings: Settings, backends: Backends, observer: Observer) -
         translators=Translators(workers),
         voices=voices,
         creation_limit=SlidingWindowLimit(settings.session_create_per_minute, 60.0),
+        passcode_guesses=SlidingWindowLimit(settings.passcode_guesses_per_minute, 60.0),
+        poster=HttpPoster(),
     )
 
 
@@ -220,7 +231,12 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     backends = services.backends
     session_factory = SessionFactory(
         SessionPorts(backends.store, store_pool, backends.hub, recognition, services.observer),
-        StagePorts(translation=translation, speech=speech),
+        StagePorts(
+            translation=translation,
+            speech=speech,
+            poster=services.poster,
+            push_policy=PushPolicy(timeout_s=settings.push_timeout_s),
+        ),
     )
     registry = SessionRegistry(
         session_factory,
@@ -241,4 +257,6 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     log.info("models ready: %s", {k: m.transcriber.name for k, m in loaded.items()})
     spoken = voices.languages() if speech is not None and voices is not None else frozenset()
     editing = Editing(backends.store, store_pool, backends.hub)
-    return Engine(recognition, routes, spoken, registry, presenting, editing)
+    passcodes = workers.pool("passcode", threads=1, max_pending=32)
+    access = ListenerAccess(backends.store, store_pool, passcodes)
+    return Engine(recognition, routes, spoken, registry, presenting, editing, access)

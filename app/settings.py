@@ -64,12 +64,22 @@ class Settings:
     max_listeners_per_session: int = 2000
     session_create_per_minute: int = 30
     """Sessions one client address may create per minute (0: unlimited)."""
+    passcode_guesses_per_minute: int = 10
+    """Wrong passcodes of private sessions one client address may give per minute before
+    every join from it is answered 429 (0: unlimited)."""
     listener_queue: int = 1000
     listener_send_timeout: float = 10.0
     retention_days: float = 30.0
     ended_grace_s: float = 300.0
     """An ended session leaves memory this long after it ended (its transcript stays in the
     store: a late listener or a download loads it again)."""
+    push_hosts: tuple[str, ...] = ("upload.youtube.com", "www.youtube.com", "*.zoom.us")
+    """Hosts a presenter may push captions to (``INTERP_PUSH_HOSTS``, comma-separated;
+    ``*.`` covers subdomains): YouTube Live's caption ingestion and Zoom's caption API.
+    Anything else is refused, so a presenter cannot make the server post to the inside of
+    its network."""
+    push_timeout_s: float = 10.0
+    """How long one caption POST to YouTube or Zoom may take before it is retried."""
     redis_url: str | None = None
     """Share sessions with other processes and machines through this Redis (``REDIS_URL``,
     e.g. ``redis://127.0.0.1:6379/0``); unset: one process, SQLite and an in-process hub."""
@@ -130,9 +140,11 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_MAX_LIVE_STREAMS": ("max_live_streams", int),
     "INTERP_MAX_LISTENERS": ("max_listeners_per_session", int),
     "INTERP_SESSION_RATE": ("session_create_per_minute", int),
+    "INTERP_PASSCODE_GUESSES": ("passcode_guesses_per_minute", int),
     "INTERP_RETENTION_DAYS": ("retention_days", float),
     "INTERP_ENDED_GRACE_S": ("ended_grace_s", float),
     "INTERP_MAX_AUDIO_SPEED": ("limits", _speed),
     "INTERP_ICE_SERVERS": ("ice_servers", parse_ice_servers),
+    "INTERP_PUSH_HOSTS": ("push_hosts", _origins),
 }
 """Every environment variable the server reads: variable -> (settings field, parser)."""

@@ -432,6 +432,7 @@ async def _answer_listener(
     request: Request, engine: Engine, session: Session, offer: Offer, directions: list[str]
 ) -> Response:
     services = services_of(request)
+    await engine.access.check(session, offer.token)  # a private session's listener token
     offered = session.offered
     lang = offer.lang
     if lang is None or not languages.is_known(lang) or languages.normalise(lang) not in offered:

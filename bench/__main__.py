@@ -59,6 +59,11 @@ COMMANDS: dict[str, Command] = {
         "bench.speech", "spoken translation: voice speed, first audio, lag behind the speaker"
     ),
     "talk": Command("bench.talk", "traveller mode: turn latency, language detection"),
+    "screen": Command(
+        "bench.screen",
+        "the venue screen in Chromium follows a real-time replay: lines changed after moving "
+        "up, longest line, draw time; listeners' latency with a push endpoint slow or dead",
+    ),
     "webrtc": Command(
         "bench.webrtc", "caption latency and WER over WebRTC versus the WebSocket, side by side"
     ),

@@ -45,6 +45,7 @@ STEPS: tuple[Step, ...] = (
     Step("fanout-nodes", ("fanout-nodes",), "1000 listeners on two processes and Redis"),
     Step("capacity", ("capacity",), "simultaneous real-time presenters"),
     Step("webrtc", ("webrtc",), "WebRTC versus WebSocket"),
+    Step("screen", ("screen",), "the venue screen's subtitles; listeners with a slow push"),
     Step("peer", ("peer",), "side by side with WhisperLiveKit (needs .venv-peer)"),
     Step("load", ("load",), "presenters with and without 1000 listeners, some stalled"),
 )

@@ -29,15 +29,15 @@ FRAME_MS = 100
 OFFLINE_FINALS = 1  # finals the presenter must produce while the listener is offline
 TARGET = "es"  # the translation the listener switches to (Apertium eng-spa, a Debian package)
 
-# True once every source final from the first translated segment on has its translation.
+# True once every source final from the first translated segment on has its translation
+# (a translation final covers its `sources`, or its own segment).
 TRANSLATIONS_CAUGHT_UP = """
-() => {
-  const segments = (selector) => [...document.querySelectorAll(selector)]
-    .map((el) => Number(el.dataset.segment));
-  const translated = new Set(segments("#captions .caption-translation[data-state='final']"));
+(lang) => {
+  const captions = window.interpCaptions;
+  const translated = new Set(captions.covered(lang));
   if (translated.size === 0) return false;
   const first = Math.min(...translated);
-  return segments("#captions .caption-source[data-state='final']")
+  return captions.finals('en').map(([segment]) => segment)
     .filter((segment) => segment >= first)
     .every((segment) => translated.has(segment));
 }
@@ -50,9 +50,15 @@ def stats(page: Page) -> dict[str, Any]:
     return result
 
 
+def heard(page: Page, lang: str = "en") -> list[tuple[int, str]]:
+    """(segment, text) of every final in `lang` the listener page received and laid out."""
+    rows: list[list[Any]] = page.evaluate("(lang) => window.interpCaptions.finals(lang)", lang)
+    return [(int(segment), str(text)) for segment, text in rows]
+
+
 def finals(page: Page, kind: str = "source") -> list[tuple[int, str]]:
-    """(segment, text) of every final caption line of `kind` (source or translation) on the
-    page, in display order, shown or not."""
+    """(segment, text) of every final caption line of `kind` (source or translation) in the
+    presenter console's caption view, in display order, shown or not."""
     rows: list[list[Any]] = page.eval_on_selector_all(
         f"#captions .caption-{kind}[data-state='final']",
         "els => els.map(el => [Number(el.dataset.segment), el.textContent.trim()])",
@@ -140,7 +146,7 @@ def test_audience_follows_the_presenter(
 
         # 4. Dark theme and extra-large text survive a reload (which also rejoins from scratch).
         default_size = listener.eval_on_selector(
-            "#captions .caption", "el => parseFloat(getComputedStyle(el).fontSize)"
+            "#captions .caption-line", "el => parseFloat(getComputedStyle(el).fontSize)"
         )
         listener.click("#display-menu summary")
         listener.get_by_role("radio", name="Dark", exact=True).check()
@@ -157,7 +163,7 @@ def test_audience_follows_the_presenter(
         expect(listener.locator("input[name='font'][value='xl']")).to_be_checked()
         listener.wait_for_function("() => window.interpStats.captions.final > 0", timeout=30_000)
         large_size = listener.eval_on_selector(
-            "#captions .caption", "el => parseFloat(getComputedStyle(el).fontSize)"
+            "#captions .caption-line", "el => parseFloat(getComputedStyle(el).fontSize)"
         )
         assert large_size > default_size * 1.3, (default_size, large_size)
         background = listener.evaluate("() => getComputedStyle(document.body).backgroundColor")
@@ -173,7 +179,7 @@ def test_audience_follows_the_presenter(
             f"() => window.interpStats.captions.final >= {finals_before + OFFLINE_FINALS}",
             timeout=60_000,
         )
-        missed = len(finals(presenter)) - len(finals(listener))
+        missed = len(finals(presenter)) - len(heard(listener))
         listener.context.set_offline(False)
         listener.wait_for_function(
             "() => window.interpStats.connected && window.interpStats.reconnects >= 1",
@@ -182,21 +188,24 @@ def test_audience_follows_the_presenter(
         assert missed >= OFFLINE_FINALS
         expect(listener.locator("#state")).to_have_attribute("data-state", "live")
 
-        # 6. The listener switches to Spanish without reconnecting: translations replace the
-        #    source lines they translate; the bilingual view shows the original above them.
+        # 6. The listener switches to Spanish without reconnecting: the captions are the
+        #    translation; the bilingual view shows the original's newest lines above them,
+        #    and turning it on keeps the reader at the live end.
         reconnects = stats(listener)["reconnects"]
         listener.select_option("#language", TARGET)
         listener.wait_for_function(
-            "() => document.querySelector(\"#captions .caption-translation[data-state='final']\")",
-            timeout=60_000,
+            "(lang) => window.interpCaptions.finals(lang).length > 0", arg=TARGET, timeout=60_000
         )
-        row = "#captions .caption-row[data-translated]"
-        assert shown(listener, f"{row} .caption-translation")
-        assert not shown(listener, f"{row} .caption-source")
+        expect(listener.locator("#captions")).to_have_attribute("lang", TARGET)
+        assert not shown(listener, "#captions-original")
         listener.click("#display-menu summary")
         listener.get_by_role("checkbox", name="Show the original above the translation").check()
         listener.keyboard.press("Escape")
-        assert shown(listener, f"{row} .caption-source")
+        assert shown(listener, "#captions-original")
+        expect(listener.locator("#captions-original .caption-line").first).to_be_visible()
+        assert listener.eval_on_selector(
+            "#captions", "el => el.scrollHeight - el.scrollTop - el.clientHeight < 2"
+        ), "the bilingual view must not scroll the reader away from live"
         switched = stats(listener)
         assert switched["lang"] == TARGET and switched["reconnects"] == reconnects
         assert switched["connected"]
@@ -223,16 +232,12 @@ def test_audience_follows_the_presenter(
         expected = finals(presenter)
         assert len(expected) >= 4, expected
         listener.wait_for_function(
-            "n => document.querySelectorAll(\"#captions .caption-source[data-state='final']\")"
-            ".length >= n",
-            arg=len(expected),
-            timeout=30_000,
+            "n => window.interpCaptions.finals('en').length >= n", arg=len(expected), timeout=30_000
         )
-        got = finals(listener)
+        got = heard(listener)
         listener_stats = stats(listener)
         assert got == expected
         assert listener_stats["duplicateFinals"] == 0
-        assert listener.locator("#captions .caption-source[data-state='draft']").count() == 0
         assert listener_stats["lastSeq"] > 0
 
         # 9. Follow-live: scrolling back pauses it and offers "Jump to live".
@@ -246,16 +251,16 @@ def test_audience_follows_the_presenter(
         )
 
         # 10. Transcript downloads in the listener's language: Spanish, then English again.
-        listener.wait_for_function(TRANSLATIONS_CAUGHT_UP, timeout=60_000)
-        translated = finals(listener, "translation")
-        assert listener.locator("#captions .caption-translation[data-state='draft']").count() == 0
+        listener.wait_for_function(TRANSLATIONS_CAUGHT_UP, arg=TARGET, timeout=60_000)
+        translated = heard(listener, TARGET)
+        assert listener.locator("#captions .caption-draft:not(:empty)").count() == 0
         name, txt = download(listener, "txt")
         assert name == f"{code}-{TARGET}.txt"
         assert txt.splitlines() == [one_line(text) for _, text in translated]
 
         listener.select_option("#language", "en")
-        expect(listener.locator("#captions .caption-translation")).to_have_count(0)
-        assert finals(listener) == expected
+        expect(listener.locator("#captions")).to_have_attribute("lang", "en")
+        assert heard(listener) == expected
         texts = [one_line(text) for _, text in expected]
         name, txt = download(listener, "txt")
         assert name == f"{code}-en.txt"

@@ -528,9 +528,8 @@ def test_real_speech_reaches_the_listener_who_asked(
         if "error" in run:
             raise run["error"]
         finals = [e for e in run["result"].finals("en") if str(e.get("text", "")).strip()]
-        spanish = hearing.eval_on_selector_all(
-            "#captions .caption-translation[data-state='final']",
-            "els => els.filter(el => el.textContent.trim()).map(el => Number(el.dataset.segment))",
+        spanish = hearing.evaluate(
+            "() => window.interpCaptions.finals('es').map(([segment]) => Number(segment))"
         )
         assert finals, "the recording produced no finals"
         # Speech of the last finals comes after them: wait until it has arrived and played out.
@@ -567,6 +566,12 @@ def test_real_speech_reaches_the_listener_who_asked(
                 "() => window.interpStats.connection === 'closed'", timeout=20_000
             )
             expect(page.locator("#notice")).to_be_hidden()
+        # Nothing is spoken any more, and the audio panel says so (it used to stay "on").
+        expect(hearing.locator("#audio-toggle-hint")).to_have_text(
+            "Spoken translation has finished"
+        )
+        expect(hearing.locator("#audio-toggle")).to_be_disabled()
+        assert hearing.evaluate("() => window.interpAudio.enabled") is False
     finally:
         hearing_log.write(artifacts_dir / "listener-audio-real-console.txt")
         reading_log.write(artifacts_dir / "listener-audio-off-console.txt")

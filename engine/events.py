@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,12 +78,19 @@ class Caption:
         return self.sources or (self.segment,)
 
 
+LanguageCounts = tuple[tuple[str, int], ...]
+"""Listeners per language, ``(("en", 3), ("es", 2))``, sorted by language (hashable, so an
+event that carries it can be cached)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StateChange:
-    """The session moved to ``state``; ``listeners`` is the current audience size."""
+    """The session moved to ``state``; ``listeners`` is the current audience size and
+    ``by_language`` how many of them follow each language."""
 
     state: SessionState
     listeners: int = 0
+    by_language: LanguageCounts = ()
     seq: int = 0
     ts: float = 0.0
     type: Literal["state"] = "state"
@@ -172,6 +180,11 @@ class TermsChanged:
 Event = Caption | StateChange | ErrorEvent | Shedding | Question | SpeechAudio | TermsChanged
 
 
+def language_counts(counts: Mapping[str, int]) -> LanguageCounts:
+    """``counts`` as :data:`LanguageCounts`: sorted, languages with nobody left out."""
+    return tuple(sorted((str(lang), int(n)) for lang, n in counts.items() if int(n) > 0))
+
+
 def with_seq(event: Event, seq: int, ts: float = 0.0) -> Event:
     """Return ``event`` numbered with ``seq`` and stamped with ``ts``."""
     return dataclasses.replace(event, seq=seq, ts=ts)
@@ -200,6 +213,11 @@ def to_dict(event: Event) -> dict[str, Any]:
             del data["rev"]
         if event.speaker is None:
             del data["speaker"]
+    if isinstance(event, StateChange):
+        if event.by_language:
+            data["by_language"] = dict(event.by_language)
+        else:
+            del data["by_language"]
     data["ts"] = round(event.ts, 3)
     return data
 
@@ -232,7 +250,8 @@ def from_dict(data: dict[str, Any]) -> Event:
             speaker=None if speaker is None else Speaker(str(speaker["id"]), str(speaker["name"])),
         )
     if kind == "state":
-        return StateChange(**fields)
+        counts = fields.pop("by_language", {})
+        return StateChange(**fields, by_language=language_counts(counts))
     if kind == "error":
         return ErrorEvent(**fields)
     if kind == "question":

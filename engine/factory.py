@@ -9,8 +9,9 @@ afterwards.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from engine.delivery.push import Poster, PushPolicy, SessionPushes
 from engine.events import Caption, Event
 from engine.publisher import Publisher
 from engine.session import Session, SessionPorts
@@ -22,11 +23,13 @@ from engine.translation.resources import Translation
 
 @dataclass(frozen=True, slots=True)
 class StagePorts:
-    """The optional stages: translation (None: this process translates nothing) and speech
-    (None: it speaks nothing)."""
+    """The optional stages: translation (None: this process translates nothing), speech
+    (None: it speaks nothing) and captions pushed out to YouTube or Zoom (None: off)."""
 
     translation: Translation | None = None
     speech: Speech | None = None
+    poster: Poster | None = None
+    push_policy: PushPolicy = field(default_factory=PushPolicy)
 
 
 class SessionFactory:
@@ -71,6 +74,19 @@ class SessionFactory:
         translators = (
             {} if translation is None else await translation.stage(offered, publish_translation)
         )
+        hub = ports.hub
+        poster = self.stages.poster
+        pushes = (
+            None
+            if poster is None
+            else SessionPushes(
+                lambda langs, since: hub.subscribe(record.code, langs, since, counted=False),
+                hub.unsubscribe,
+                lambda: hub.last_seq(record.code),
+                poster,
+                self.stages.push_policy,
+            )
+        )
         return Session(
             record,
             ports,
@@ -80,4 +96,5 @@ class SessionFactory:
             finals=finals,
             speakers=speakers,
             terms=terms,
+            pushes=pushes,
         )

@@ -1,5 +1,6 @@
-"""Why the engine refuses a presenter or an editor: typed reasons, mapped to a close code or an
-HTTP status by each transport in one table at its edge (app/present.py, app/errors.py)."""
+"""Why the engine refuses a presenter, an editor or a listener: typed reasons, mapped to a
+close code or an HTTP status by each transport in one table at its edge (app/errors.py,
+app/present.py, app/listen.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import enum
 
 
 class Refusal(enum.Enum):
-    """A reason a stream cannot start or continue, or an edit cannot be made."""
+    """A reason a stream cannot start or continue, an edit cannot be made, or a listener
+    cannot follow."""
 
     NO_CREDENTIALS = "no credentials"
     BAD_CREDENTIALS = "bad credentials"
@@ -34,10 +36,15 @@ class Refusal(enum.Enum):
     """A correction named a segment that has no source final (yet)."""
     BAD_EDIT = "bad edit"
     """A correction or term list that cannot be taken (engine/editing.py)."""
+    WRONG_PASSCODE = "wrong passcode"
+    """A private session's listener passcode was wrong (engine/access.py)."""
+    NOT_PRIVATE = "not private"
+    """A passcode was asked of a public session."""
 
 
 class Refused(Exception):
-    """The engine refused a presenter: ``reason`` says why, ``message`` says it to a person."""
+    """The engine refused a presenter or a listener: ``reason`` says why, ``message`` says
+    it to a person."""
 
     def __init__(self, reason: Refusal, message: str) -> None:
         super().__init__(message)

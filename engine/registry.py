@@ -62,9 +62,11 @@ class SessionRegistry:
         source_language: str,
         target_languages: tuple[str, ...],
         terms: tuple[Term, ...] = (),
+        *,
+        passcode_hash: str | None = None,
     ) -> tuple[Session, str]:
         """A new session and its presenter token (the only time the token is seen), with
-        the term list ``terms``."""
+        the term list ``terms``; ``passcode_hash`` makes it private (engine/access.py)."""
         active = sum(1 for s in self._sessions.values() if s.state != "ended")
         if active >= self.max_sessions:
             raise TooManySessions(f"{active} sessions open; the limit is {self.max_sessions}")
@@ -80,6 +82,7 @@ class SessionRegistry:
                 state="waiting",
                 created_at=time.time(),
                 ended_at=None,
+                passcode_hash=passcode_hash,
             )
             try:
                 await self._store_pool.run(self._store.create, record)

@@ -23,7 +23,17 @@ import numpy as np
 
 from engine.audio import SAMPLE_RATE
 from engine.delivery.hub import Hub
-from engine.events import Caption, Event, Question, SessionState, Speaker, StateChange
+from engine.delivery.push import PushStatus, PushTarget, SessionPushes
+from engine.delivery.push_formats import Service
+from engine.events import (
+    Caption,
+    Event,
+    Question,
+    SessionState,
+    Speaker,
+    StateChange,
+    language_counts,
+)
 from engine.publisher import Publisher
 from engine.questions import AUDIENCE_ID, AUDIENCE_NAME, QuestionBox
 from engine.recognition.asr import DecodeOptions
@@ -94,22 +104,25 @@ class Session:
         *,
         translators: Mapping[str, SessionTranslator],
         speaker: SessionSpeaker | None,
+        pushes: SessionPushes | None = None,
         finals: Sequence[Caption] = (),
         speakers: Sequence[SpeakerRecord] = (),
         terms: Sequence[Term] = (),
     ) -> None:
         """``translators``: one per language a stream may be in (every offered language may
         be spoken: a traveller's conversation changes language each turn). ``speaker``: the
-        speech stage, or None where this process speaks nothing. ``finals``: what the
-        session said before (loaded from the store), to continue its numbering.
-        ``speakers``: the panel's stored speakers (the presenter comes first anyway).
-        ``terms``: the session's term list (engine/terms.py)."""
+        speech stage, or None where this process speaks nothing. ``pushes``: where captions
+        are pushed out (YouTube, Zoom), or None where this process pushes nothing.
+        ``finals``: what the session said before (loaded from the store), to continue its
+        numbering. ``speakers``: the panel's stored speakers (the presenter comes first
+        anyway). ``terms``: the session's term list (engine/terms.py)."""
         self.record = record
         self.state: SessionState = record.state
         self._ports = ports
         self._publisher = publisher
         self.translators: Mapping[str, SessionTranslator] = dict(translators)
         self.speaker = speaker
+        self.pushes = pushes
         self._next_segment = max((c.segment for c in finals), default=-1) + 1
         self.audio_time = max((c.end for c in finals), default=0.0)
         self.speakers: list[SpeakerRecord] = [presenter_speaker(record), *speakers]
@@ -250,7 +263,9 @@ class Session:
         """Publish the current state and audience size, and translate into exactly the
         languages someone reads now (call after joins, leaves and language switches)."""
         self._follow_audience()
-        await self.publish(StateChange(self.state, self._ports.hub.listener_count(self.code)))
+        hub = self._ports.hub
+        counts = language_counts(hub.listeners_by_language(self.code))
+        await self.publish(StateChange(self.state, hub.listener_count(self.code), counts))
 
     def _follow_audience(self) -> None:
         """Translate into, and speak, exactly the languages the audience asks for now."""
@@ -273,6 +288,21 @@ class Session:
         await asyncio.sleep(ANNOUNCE_INTERVAL)
         await self.announce()
 
+    async def push_to(self, target: PushTarget) -> PushStatus:
+        """Push this session's finals in ``target.lang`` to ``target`` from now on (its
+        language is translated from now on too)."""
+        if self.pushes is None:
+            raise RuntimeError("this process pushes no captions")
+        status = await self.pushes.set(target)
+        self._follow_audience()
+        return status
+
+    async def stop_push(self, service: Service) -> bool:
+        """Stop pushing to ``service``; whether it was pushing."""
+        stopped = self.pushes is not None and await self.pushes.remove(service)
+        self._follow_audience()
+        return stopped
+
     async def drain_translation(self) -> None:
         """Wait until every final published so far has its translations published."""
         for translator in list(self.translators.values()):
@@ -282,6 +312,8 @@ class Session:
         """Stop the session's stages (shutdown, or the session leaves memory)."""
         if self._announcer is not None:
             self._announcer.cancel()
+        if self.pushes is not None:
+            await self.pushes.close()
         for translator in list(self.translators.values()):
             await translator.close()
         if self.speaker is not None:

@@ -7,7 +7,9 @@ their characters. Cue times never go backwards, never overlap, and every cue las
 
 A segment corrected by a person has several finals (``rev`` 0, 1, ...; docs/protocol.md): a
 transcript holds each segment once, where it was first said, in its newest revision; the JSON
-export also keeps the earlier ones (``history``).
+export also keeps the earlier ones (``history``). Who said a line (``speaker``, a panel) is a
+WebVTT voice span (``<v Name>``) on every cue, a ``Name: `` prefix in SRT and TXT where the
+speaker changes (as subtitles mark a change of speaker), and a field in JSON.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ MIN_CUE_MS = 200
 
 @dataclass(frozen=True, slots=True)
 class Cue:
-    """One subtitle cue: 1 or 2 lines shown from ``start_ms`` to ``end_ms`` (milliseconds)."""
+    """One subtitle cue: 1 or 2 lines shown from ``start_ms`` to ``end_ms`` (milliseconds),
+    said by ``speaker`` (a name) when the session names its speakers."""
 
     segment: int
     start_ms: int
     end_ms: int
     lines: tuple[str, ...]
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,28 @@ def lines_of(finals: Sequence[Caption]) -> list[Line]:
         ordered = sorted(captions, key=lambda c: (c.rev, c.seq))
         result.append(Line(ordered[-1], tuple(ordered[:-1])))
     return result
+
+
+def _speaker_name(caption: Caption) -> str | None:
+    return clean_text(caption.speaker.name) or None if caption.speaker is not None else None
+
+
+def _labelled(finals: Sequence[Caption]) -> list[tuple[Caption, str]]:
+    """Each line's newest caption and its text, ``Name: `` before it where the speaker
+    changes."""
+    labelled: list[tuple[Caption, str]] = []
+    previous: str | None = None
+    for line in lines_of(finals):
+        caption = line.caption
+        text = clean_text(caption.text)
+        if not text:
+            continue
+        name = _speaker_name(caption)
+        if name is not None and name != previous:
+            text = f"{name}: {text}"
+        previous = name
+        labelled.append((caption, text))
+    return labelled
 
 
 def render(finals: Sequence[Caption], fmt: str) -> tuple[str, str]:
@@ -94,16 +120,14 @@ def clean_text(text: str) -> str:
 
 
 def to_txt(finals: Sequence[Caption]) -> str:
-    """One line per segment, in its newest revision."""
-    texts = [clean_text(line.caption.text) for line in lines_of(finals)]
-    return "".join(text + "\n" for text in texts if text)
+    """One line per segment (``Name: `` where the speaker changes)."""
+    return "".join(text + "\n" for _, text in _labelled(finals))
 
 
 def to_json(finals: Sequence[Caption]) -> str:
     """A JSON list of ``{segment, start, end, text}``, times in seconds: each segment in its
-    newest revision; ``sources`` (the source segments a translation covers); ``rev`` and
-    ``history`` (the earlier revisions, ``[{rev, text}]``, oldest first) where a person
-    corrected it."""
+    newest revision; ``rev``, ``sources``, ``speaker`` ({id, name}) and ``history`` (the
+    earlier revisions, ``[{rev, text}]``, oldest first) where there are any."""
     items: list[dict[str, object]] = []
     for line in lines_of(finals):
         c = line.caption
@@ -116,6 +140,10 @@ def to_json(finals: Sequence[Caption]) -> str:
         }
         if c.rev:
             item["rev"] = c.rev
+        if c.sources:
+            item["sources"] = list(c.sources)
+        if c.speaker is not None:
+            item["speaker"] = {"id": c.speaker.id, "name": c.speaker.name}
         if line.history:
             item["history"] = [{"rev": old.rev, "text": old.text} for old in line.history]
         items.append(item)
@@ -132,7 +160,7 @@ def to_srt(finals: Sequence[Caption]) -> str:
         f"{n}\n{_timestamp(cue.start_ms, ',')} --> {_timestamp(cue.end_ms, ',')}\n"
         + "\n".join(cue.lines)
         + "\n"
-        for n, cue in enumerate(cues(finals), start=1)
+        for n, cue in enumerate(cues(finals, label_speakers=True), start=1)
     ]
     return "\n".join(blocks)
 
@@ -142,6 +170,8 @@ def to_vtt(finals: Sequence[Caption]) -> str:
     blocks = ["WEBVTT\n"]
     for cue in cues(finals):
         text = "\n".join(_vtt_escape(line) for line in cue.lines)
+        if cue.speaker is not None:
+            text = f"<v {_vtt_escape(cue.speaker)}>{text}"
         blocks.append(
             f"{_timestamp(cue.start_ms, '.')} --> {_timestamp(cue.end_ms, '.')}\n{text}\n"
         )
@@ -159,26 +189,26 @@ def _timestamp(ms: int, decimal_mark: str) -> str:
     return f"{hours:02d}:{minutes:02d}:{seconds:02d}{decimal_mark}{millis:03d}"
 
 
-def cues(finals: Sequence[Caption]) -> list[Cue]:
-    """Subtitle cues for ``finals``, in order, each lasting at least :data:`MIN_CUE_MS`.
+def cues(finals: Sequence[Caption], *, label_speakers: bool = False) -> list[Cue]:
+    """Subtitle cues for ``finals`` (each segment once, in its newest revision), in order,
+    each lasting at least :data:`MIN_CUE_MS`; ``label_speakers``: the text starts with
+    ``Name: `` where the speaker changes.
 
     A cue starts no earlier than the previous cue ends: captions whose times overlap, go
     backwards, or are not finite are moved later, never earlier.
     """
     result: list[Cue] = []
     previous_end = 0
-    for line in lines_of(finals):
-        caption = line.caption
-        text = clean_text(caption.text)
-        if not text:
-            continue
+    for caption, labelled in _labelled(finals):
+        text = labelled if label_speakers else clean_text(caption.text)
+        speaker = _speaker_name(caption)
         chunks = _cue_chunks(text)
         start = max(_ms(caption.start, previous_end), previous_end)
         end = max(_ms(caption.end, start), start + MIN_CUE_MS * len(chunks))
         for chunk, (chunk_start, chunk_end) in zip(
             chunks, _share_time(start, end, [sum(map(len, c)) for c in chunks]), strict=True
         ):
-            result.append(Cue(caption.segment, chunk_start, chunk_end, chunk))
+            result.append(Cue(caption.segment, chunk_start, chunk_end, chunk, speaker))
         previous_end = end
     return result
 

@@ -8,6 +8,7 @@ the shared stream. Both compose one :class:`Fanout`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 from engine.delivery.hub import ListenerQueue, SessionLog, Subscription, presenter_first
@@ -100,6 +101,12 @@ class Fanout:
 
     def listener_count(self, code: str) -> int:
         return sum(1 for sub in self._subs.get(code, ()) if sub.counted)
+
+    def listeners_by_language(self, code: str) -> Counter[str]:
+        """How many counted listeners of ``code`` follow each language (a listener who
+        reads two languages counts in both)."""
+        subs = self._subs.get(code, ())
+        return Counter(lang for sub in subs if sub.counted for lang in sub.langs)
 
     def wanted_languages(self, code: str) -> frozenset[str]:
         return frozenset().union(*(sub.langs for sub in self._subs.get(code, ())))

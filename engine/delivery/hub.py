@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -310,6 +310,11 @@ class Hub(Protocol):
         ...
 
     def listener_count(self, code: str) -> int: ...
+
+    def listeners_by_language(self, code: str) -> Mapping[str, int]:
+        """How many listeners of ``code`` follow each language (the presenter's console
+        shows it)."""
+        ...
 
     def deepest_queue(self) -> int:
         """The most events waiting in any one subscriber's queue of this process."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 
 from engine.delivery.fanout import Fanout
 from engine.delivery.hub import Persist, RemoteChange, Subscription
@@ -62,6 +62,9 @@ class InMemoryHub:
 
     def listener_count(self, code: str) -> int:
         return self.fanout.listener_count(code)
+
+    def listeners_by_language(self, code: str) -> Mapping[str, int]:
+        return self.fanout.listeners_by_language(code)
 
     def wanted_languages(self, code: str) -> frozenset[str]:
         return self.fanout.wanted_languages(code)

@@ -49,6 +49,7 @@ import json
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,11 +73,13 @@ from engine.delivery.redis_keys import Backoff, code_of, session_key
 from engine.events import (
     Caption,
     Event,
+    LanguageCounts,
     SessionState,
     SpeechAudio,
     StateChange,
     TermsChanged,
     from_dict,
+    language_counts,
     to_dict,
     with_seq,
 )
@@ -145,28 +148,40 @@ class RedisHubConfig:
 
 @dataclass(frozen=True, slots=True)
 class Audience:
-    """What the listeners of a session on some nodes want."""
+    """What the listeners of a session on some nodes want, and how many follow each
+    language (``by_language``, as :data:`engine.events.LanguageCounts`)."""
 
     count: int = 0
     langs: frozenset[str] = frozenset()
     speech: frozenset[str] = frozenset()
+    by_language: LanguageCounts = ()
 
     def __or__(self, other: Audience) -> Audience:
+        counts = Counter(dict(self.by_language))
+        counts.update(dict(other.by_language))
         return Audience(
-            self.count + other.count, self.langs | other.langs, self.speech | other.speech
+            self.count + other.count,
+            self.langs | other.langs,
+            self.speech | other.speech,
+            language_counts(counts),
         )
 
     def to_json(self, at: float) -> str:
-        return json.dumps(
-            {"n": self.count, "l": sorted(self.langs), "s": sorted(self.speech), "t": at}
-        )
+        data = {"n": self.count, "l": sorted(self.langs), "s": sorted(self.speech), "t": at}
+        return json.dumps({**data, "c": dict(self.by_language)})
 
     @staticmethod
     def from_json(text: bytes | str) -> tuple[Audience, float]:
+        """An entry a node wrote (``c``, the counts by language, is absent in entries of
+        nodes that predate it)."""
         data = json.loads(text)
-        return Audience(int(data["n"]), frozenset(data["l"]), frozenset(data["s"])), float(
-            data["t"]
+        audience = Audience(
+            int(data["n"]),
+            frozenset(data["l"]),
+            frozenset(data["s"]),
+            language_counts(data.get("c", {})),
         )
+        return audience, float(data["t"])
 
 
 def connect_async(url: str, config: RedisHubConfig) -> aioredis.Redis:
@@ -521,11 +536,19 @@ class RedisHub:
     def local_audience(self, code: str) -> Audience:
         fanout = self.fanout
         return Audience(
-            fanout.listener_count(code), fanout.wanted_languages(code), fanout.wanted_speech(code)
+            fanout.listener_count(code),
+            fanout.wanted_languages(code),
+            fanout.wanted_speech(code),
+            language_counts(fanout.listeners_by_language(code)),
         )
 
     def listener_count(self, code: str) -> int:
         return self.fanout.listener_count(code) + self._remote.get(code, Audience()).count
+
+    def listeners_by_language(self, code: str) -> Mapping[str, int]:
+        counts = self.fanout.listeners_by_language(code)
+        counts.update(dict(self._remote.get(code, Audience()).by_language))
+        return counts
 
     def wanted_languages(self, code: str) -> frozenset[str]:
         return self.fanout.wanted_languages(code) | self._remote.get(code, Audience()).langs

@@ -9,6 +9,7 @@ so one session's keys live together. Layout:
 - ``...:audio``   stream: spoken-translation chunks (live only; short, separate bound)
 - ``...:seq``     integer: the last ``seq`` handed out (shared by every node)
 - ``...:aud``     hash: each node's audience of the session (count, languages, speech)
+- ``...:lt``      set: hashes of the listener tokens a private session granted
 - ``...:presenter`` string: the node that holds the presenter's stream (with a TTL)
 - ``...:spk``     hash: the panel's speakers (id -> JSON of
   :class:`engine.store.base.SpeakerRecord`)
@@ -37,6 +38,7 @@ SESSION_PARTS = (
     "terms",
     "editors",
     "spk",
+    "lt",
 )
 
 

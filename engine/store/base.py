@@ -39,6 +39,13 @@ class SessionRecord:
     state: SessionState
     created_at: float
     ended_at: float | None = None
+    passcode_hash: str | None = None
+    """A private session's listener passcode, hashed (engine/access.py); ``None``: anyone
+    with the code may follow the session."""
+
+    @property
+    def private(self) -> bool:
+        return self.passcode_hash is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +152,18 @@ class SessionStore(Protocol):
         """Whether the session has an editor token with this hash."""
         ...
 
+    def set_passcode(self, code: str, passcode_hash: str) -> None:
+        """Replace a private session's passcode hash (the tokens it granted stay valid)."""
+        ...
+
+    def add_listener_token(self, code: str, token_hash: str, at: float) -> None:
+        """Remember a listener token the session granted (its hash), at unix time ``at``."""
+        ...
+
+    def has_listener_token(self, code: str, token_hash: str) -> bool:
+        """Whether the session granted the listener token with this hash."""
+        ...
+
     def close(self) -> None:
         """Release the store's resources."""
         ...
@@ -161,12 +180,13 @@ def normalise_code(code: str) -> str:
 
 
 def new_token() -> str:
-    """A new presenter or editor token: 192 random bits, URL-safe base64 (32 characters)."""
+    """A new presenter, editor or listener token: 192 random bits, URL-safe base64 (32
+    characters)."""
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def hash_token(token: str) -> str:
-    """The stored form of a presenter or editor token: SHA-256, hex.
+    """The stored form of a presenter, editor or listener token: SHA-256, hex.
 
     A plain fast hash is enough here, unlike for passwords: the token is drawn by
     :func:`new_token` from 192 random bits, so guessing a preimage of a leaked hash means

@@ -72,6 +72,20 @@ end
 return 1
 """
 
+# KEYS: record, field. ARGV: field, value. Sets one field of an existing record.
+_SET_FIELD = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+# KEYS: record, listener tokens. ARGV: token hash.
+_ADD_TOKEN = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+"""
+
 # KEYS: record, finals. ARGV: seq, member.
 _APPEND_FINAL = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -144,6 +158,8 @@ class RedisSessionStore:
         self._create = self._redis.register_script(_CREATE)
         self._set_state = self._redis.register_script(_SET_STATE)
         self._append_final = self._redis.register_script(_APPEND_FINAL)
+        self._set_field = self._redis.register_script(_SET_FIELD)
+        self._add_token = self._redis.register_script(_ADD_TOKEN)
 
     def ping(self) -> bool:
         return bool(self._redis.ping())
@@ -163,6 +179,7 @@ class RedisSessionStore:
             "state": record.state,
             "created_at": repr(float(record.created_at)),
             "ended_at": "" if record.ended_at is None else repr(float(record.ended_at)),
+            "passcode_hash": record.passcode_hash or "",
         }
         pairs = [item for kv in fields.items() for item in kv]
         keys = [session_key(code, "rec"), id_key(record.id), SESSIONS_INDEX]
@@ -191,6 +208,7 @@ class RedisSessionStore:
             state=cast(SessionState, data["state"]),
             created_at=float(data["created_at"]),
             ended_at=float(data["ended_at"]) if data.get("ended_at") else None,
+            passcode_hash=data.get("passcode_hash") or None,
         )
 
     def get_by_id(self, session_id: str) -> SessionRecord | None:
@@ -291,6 +309,25 @@ class RedisSessionStore:
     def is_editor(self, code: str, token_hash: str) -> bool:
         """Whether the session has an editor token with this hash."""
         key = session_key(normalise_code(code), "editors")
+        return bool(self._redis.sismember(key, token_hash))
+
+    def set_passcode(self, code: str, passcode_hash: str) -> None:
+        """Replace a private session's passcode hash (the tokens it granted stay valid)."""
+        norm = normalise_code(code)
+        keys = [session_key(norm, "rec")]
+        if self._set_field(keys=keys, args=["passcode_hash", passcode_hash]) == 0:
+            raise UnknownSession(f"no session with code {norm!r}")
+
+    def add_listener_token(self, code: str, token_hash: str, at: float) -> None:
+        """Remember a listener token the session granted (its hash; ``at`` is not kept)."""
+        norm = normalise_code(code)
+        keys = [session_key(norm, "rec"), session_key(norm, "lt")]
+        if self._add_token(keys=keys, args=[token_hash]) == 0:
+            raise UnknownSession(f"no session with code {norm!r}")
+
+    def has_listener_token(self, code: str, token_hash: str) -> bool:
+        """Whether the session granted the listener token with this hash."""
+        key = session_key(normalise_code(code), "lt")
         return bool(self._redis.sismember(key, token_hash))
 
     def close(self) -> None:

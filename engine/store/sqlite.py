@@ -116,11 +116,24 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID
         """,
     ),
+    (
+        # Private sessions: the listener passcode (hashed) and the listener tokens granted.
+        "ALTER TABLE sessions ADD COLUMN passcode_hash TEXT",
+        """
+        CREATE TABLE listener_tokens (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            token_hash TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (session_id, token_hash)
+        ) WITHOUT ROWID
+        """,
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _SESSION_COLUMNS = (
-    "id, code, title, source_language, target_languages, token_hash, state, created_at, ended_at"
+    "id, code, title, source_language, target_languages, token_hash, state, created_at, "
+    "ended_at, passcode_hash"
 )
 
 
@@ -210,12 +223,14 @@ class SqliteSessionStore:
             record.state,
             record.created_at,
             record.ended_at,
+            record.passcode_hash,
         )
 
         def work(conn: sqlite3.Connection) -> None:
             try:
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     values,
                 )
             except sqlite3.IntegrityError as exc:
@@ -251,6 +266,7 @@ class SqliteSessionStore:
             state=row[6],
             created_at=row[7],
             ended_at=row[8],
+            passcode_hash=row[9],
         )
 
     def set_state(self, code: str, state: SessionState, at: float) -> None:
@@ -416,11 +432,45 @@ class SqliteSessionStore:
 
         self._run(work)
 
+    def set_passcode(self, code: str, passcode_hash: str) -> None:
+        """Replace a private session's passcode hash (the tokens it granted stay valid)."""
+        norm = normalise_code(code)
+        query = "UPDATE sessions SET passcode_hash = ? WHERE code = ?"
+        changed = self._run(lambda conn: conn.execute(query, (passcode_hash, norm)).rowcount)
+        if changed == 0:
+            raise UnknownSession(f"no session with code {norm!r}")
+
+    def add_listener_token(self, code: str, token_hash: str, at: float) -> None:
+        """Remember a listener token the session granted (its hash)."""
+        norm = normalise_code(code)
+        query = (
+            "INSERT OR IGNORE INTO listener_tokens (session_id, token_hash, created_at) "
+            "SELECT id, ?, ? FROM sessions WHERE code = ?"
+        )
+
+        def work(conn: sqlite3.Connection) -> None:
+            if (
+                conn.execute(query, (token_hash, at, norm)).rowcount == 0
+                and not conn.execute("SELECT 1 FROM sessions WHERE code = ?", (norm,)).fetchone()
+            ):
+                raise UnknownSession(f"no session with code {norm!r}")
+
+        self._run(work)
+
     def is_editor(self, code: str, token_hash: str) -> bool:
         """Whether the session has an editor token with this hash."""
         query = (
             "SELECT 1 FROM editors e JOIN sessions s ON s.id = e.session_id "
             "WHERE s.code = ? AND e.token_hash = ?"
+        )
+        params = (normalise_code(code), token_hash)
+        return self._run(lambda conn: conn.execute(query, params).fetchone()) is not None
+
+    def has_listener_token(self, code: str, token_hash: str) -> bool:
+        """Whether the session granted the listener token with this hash."""
+        query = (
+            "SELECT 1 FROM listener_tokens t JOIN sessions s ON s.id = t.session_id "
+            "WHERE s.code = ? AND t.token_hash = ?"
         )
         params = (normalise_code(code), token_hash)
         return self._run(lambda conn: conn.execute(query, params).fetchone()) is not None

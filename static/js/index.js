@@ -6,6 +6,7 @@ import { parseTerms } from './edit-state.js';
 
 const form = document.getElementById('create-form');
 const title = document.getElementById('title');
+const passcode = document.getElementById('listener-passcode');
 const sourceLanguage = document.getElementById('source-language');
 const button = document.getElementById('create-button');
 const errorBox = document.getElementById('create-error');
@@ -30,7 +31,6 @@ function renderTargets() {
       box.value = route.target;
       const name = document.createElement('span');
       name.textContent = languageNames.get(route.target) || route.target;
-      label.title = route.note;
       label.append(box, name);
       return label;
     }),
@@ -74,6 +74,11 @@ form.addEventListener('submit', async (event) => {
   event.preventDefault();
   errorBox.hidden = true;
   const name = title.value.trim();
+  if (passcode.value.trim() && passcode.value.trim().length < 4) {
+    showError('A passcode needs at least 4 characters (or leave it empty for an open session).');
+    passcode.focus();
+    return;
+  }
   if (!name) {
     showError('Give the session a title so listeners know they are in the right place.');
     title.focus();
@@ -93,6 +98,7 @@ form.addEventListener('submit', async (event) => {
           (box) => box.value,
         ),
         terms: termsBox ? parseTerms(termsBox.value) : [],
+        ...(passcode.value.trim() ? { listener_passcode: passcode.value.trim() } : {}),
       }),
     });
     if (!response.ok) throw new Error(await readError(response));

@@ -1,9 +1,11 @@
 // The listener page (templates/listen.html): live captions of one session, on a phone first.
 //
-// One ListenerSocket follows the session and backfills after any drop; one CaptionView shows
-// the source captions and, when the chosen language is a translation, that translation (in
-// place of the source line, or below it in the bilingual view). Display preferences (theme,
-// text size, bilingual view, language) are remembered on this device.
+// One ListenerSocket follows the session and backfills after any drop; the captions are laid
+// out as subtitles (./listen-captions.js, the layout every caption view shares): a scrolling
+// history in the chosen language, and in the bilingual view the original's newest lines above
+// it. Display preferences (theme, text size, bilingual view, language) are remembered on this
+// device. A private session first asks for its passcode (or takes the token of the link,
+// ./private-gate.js), then fills in what the page could not show before.
 //
 // Spoken translation (optional): the Listen button turns it on. Browsers on phones only let a
 // page make sound after a tap, so the AudioContext is created (or resumed) in that click handler,
@@ -17,19 +19,23 @@
 // `window.interpAudio` the spoken translation's (received, played, underruns, dropped, ...).
 
 import { AudioPlayer, audioSupported } from './audio-player.js';
-import { CaptionView } from './captions.js';
+import { ListenerCaptions } from './listen-captions.js';
 import { ListenerSocket } from './listener-socket.js';
 import { loadPreference, savePreference } from './preferences.js';
+import {
+  askForToken, forgetToken, saveWithToken, sessionFacts, storedToken,
+} from './private-gate.js';
 import { ScreenWakeLock } from './wake-lock.js';
 
-const ANNOUNCE_COALESCE_MS = 300;
 const SKIP_NOTICE_MS = 6000;
 const AUDIO_TAIL_MS = 4000; // after the session ends, keep listening this long after the last audio
 const AUDIO_TAIL_MAX_MS = 60_000;
 
 const root = document.getElementById('listener');
 const code = root.dataset.code;
-const sourceLanguage = root.dataset.sourceLanguage;
+const isPrivate = root.dataset.private === '1';
+let sourceLanguage = root.dataset.sourceLanguage;
+let token = null; // a private session's listener token
 
 const ui = {
   state: document.getElementById('state'),
@@ -45,7 +51,12 @@ const ui = {
   transcriptLanguage: document.querySelector('.transcript-language'),
   notice: document.getElementById('notice'),
   captions: document.getElementById('captions'),
+  original: document.getElementById('captions-original'),
   empty: document.getElementById('captions-empty'),
+  title: document.getElementById('listen-title'),
+  gate: document.getElementById('passcode-form'),
+  passcode: document.getElementById('passcode'),
+  passcodeError: document.getElementById('passcode-error'),
   jumpLive: document.getElementById('jump-live'),
   endedNote: document.getElementById('ended-note'),
   announcer: document.getElementById('announcer'),
@@ -63,10 +74,16 @@ const ui = {
   audioNotice: document.getElementById('audio-notice'),
 };
 
-const offered = [...ui.language.options].map((option) => option.value);
-const languageNames = Object.fromEntries(
-  [...ui.language.options].map((option) => [option.value, option.textContent.trim()]),
-);
+let offered = [];
+let languageNames = {};
+
+function readLanguages() {
+  offered = [...ui.language.options].map((option) => option.value);
+  languageNames = Object.fromEntries(
+    [...ui.language.options].map((option) => [option.value, option.textContent.trim()]),
+  );
+}
+readLanguages();
 
 function initialLanguage() {
   const fromUrl = new URLSearchParams(window.location.search).get('lang');
@@ -77,6 +94,7 @@ function initialLanguage() {
 }
 
 let lang = initialLanguage();
+const FALLBACK_CHARS = 42;
 
 const stats = {
   connected: false,
@@ -93,11 +111,21 @@ const stats = {
 };
 window.interpStats = stats;
 
-const view = new CaptionView(ui.captions, {
-  translation: translationFor(lang),
+const captions = new ListenerCaptions({
+  main: ui.captions,
+  original: ui.original,
+  announcer: ui.announcer,
   jumpButton: ui.jumpLive,
+  source: sourceLanguage,
+  maxChars: fittingChars,
 });
-const finalsShown = new Set(); // CaptionView keys of finals on screen: a repeat is a duplicate
+Object.defineProperty(stats, 'duplicateFinals', {
+  get: () => captions.duplicateFinals,
+  enumerable: true,
+});
+stats.captions = captions.counts; // every draft and final taken, in any language
+window.interpCaptions = captions;
+window.interpSubtitles = captions.stats;
 const wakeLock = new ScreenWakeLock();
 Object.defineProperty(stats, 'wakeLock', { get: () => wakeLock.state, enumerable: true });
 let socket = null;
@@ -132,11 +160,12 @@ function translationFor(language) {
 
 // ---------------------------------------------------------------- status
 
-const STATE_TEXT = { waiting: 'Waiting', live: 'Live', ended: 'Ended' };
+const STATE_TEXT = { waiting: 'Waiting', live: 'Live', paused: 'Paused', ended: 'Ended' };
 const CONNECTION_TEXT = { reconnecting: 'Reconnecting…', offline: 'Offline', failed: 'Disconnected' };
 const EMPTY_TEXT = {
   waiting: 'The session has not started yet. Captions appear here as soon as the presenter speaks.',
   live: 'Listening… captions appear as soon as the presenter speaks.',
+  paused: 'The presenter paused. Captions continue here when they start again.',
   ended: 'This session has ended.',
 };
 
@@ -147,7 +176,7 @@ function renderStatus() {
   ui.stateText.textContent = trouble || STATE_TEXT[stats.state] || stats.state;
   root.dataset.state = stats.state;
   ui.endedNote.hidden = stats.state !== 'ended';
-  if (view.rows.size === 0) {
+  if (captions.lineCount === 0) {
     ui.empty.textContent = EMPTY_TEXT[stats.state] || '';
     if (!ui.empty.isConnected) ui.captions.prepend(ui.empty);
   }
@@ -191,40 +220,32 @@ function onEvent(event) {
 }
 
 function onCaption(event) {
-  if (!view.accepts(event)) return;
-  const key = CaptionView.key(event);
-  const final = event.state === 'final';
-  if (final && finalsShown.has(key) && !event.rev) {
-    stats.duplicateFinals += 1;
-    return;
-  }
-  if (!view.apply(event)) return;
-  if (!final) {
-    stats.captions.draft += 1;
-    return;
-  }
-  finalsShown.add(key);
-  stats.captions.final += 1;
-  // Announce what this reader reads: translations when a translation is chosen.
-  if (Boolean(event.source) === (translationFor(lang) === null)) announce(event.text);
+  if (captions.apply(event) === null) return;
+  if (ui.empty.isConnected && captions.lineCount > 0) ui.empty.remove();
 }
 
-let pendingAnnouncement = null;
-
-/** Hand a final to screen readers; a burst (a backfill) is announced as its newest line only. */
-function announce(text) {
-  const first = pendingAnnouncement === null;
-  pendingAnnouncement = text.trim();
-  if (!first) return;
-  window.setTimeout(() => {
-    ui.announcer.textContent = pendingAnnouncement;
-    pendingAnnouncement = null;
-  }, ANNOUNCE_COALESCE_MS);
+/** How many characters of caption text fit one line of the captions box (at most 42). */
+function fittingChars() {
+  const sample = 'the quick brown fox jumps over the lazy dog';
+  const probe = document.createElement('span');
+  probe.className = 'caption-line';
+  probe.textContent = sample;
+  probe.style.position = 'absolute'; // CSSOM: allowed by the strict CSP
+  probe.style.visibility = 'hidden';
+  probe.style.whiteSpace = 'nowrap';
+  ui.captions.append(probe);
+  const perChar = probe.getBoundingClientRect().width / sample.length;
+  probe.remove();
+  const style = window.getComputedStyle(ui.captions);
+  const width = ui.captions.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  if (!(perChar > 0) || !(width > 0)) return FALLBACK_CHARS;
+  return Math.max(16, Math.min(FALLBACK_CHARS, Math.floor(width / perChar)));
 }
 
 function setSessionState(state) {
   if (!(state in STATE_TEXT)) return;
   stats.state = state;
+  if (state !== 'ended') ui.audioPanel.dataset.ended = '0';
   if (state === 'ended') {
     // The session is over: nothing more will come, so free the connection and the screen
     // (with spoken translation on, once the last sentences have been spoken).
@@ -240,7 +261,10 @@ function closeSocket(reason) {
   if (socket) socket.close(reason);
   stats.connected = false;
   stats.connection = 'closed';
+  // Nothing more will be spoken: let go of the audio, and say so in its panel.
+  if (stats.state === 'ended' && audioStats.enabled) player.stop();
   renderStatus();
+  renderAudio();
 }
 
 /** Close the socket now, or, while audio is on, once no audio has come for a few seconds:
@@ -276,18 +300,28 @@ function onStatus(status, detail) {
     stats.lastClose = { code: detail.code, reason: detail.reason || '' };
   }
   if (status === 'failed') {
-    showNotice(
-      detail.code === 1008
-        ? 'This session is not available any more.'
-        : `The server refused the connection: ${detail.reason || detail.code}`,
-    );
+    if (detail.code === 1008 && isPrivate) {
+      forgetToken(code); // refused: a wrong or stale link; ask for the passcode again
+      showNotice('This session is private: enter its passcode to follow it.');
+      askForToken(code, gateUi()).then((fresh) => {
+        token = fresh;
+        showNotice('');
+        connect(socket ? socket.lastSeq : 0);
+      });
+    } else {
+      showNotice(
+        detail.code === 1008
+          ? 'This session is not available any more.'
+          : `The server refused the connection: ${detail.reason || detail.code}`,
+      );
+    }
   }
   renderStatus();
 }
 
 function connect(since) {
   socket = new ListenerSocket({
-    code, lang, since, audio: audioStats.enabled, onEvent, onAudio, onStatus,
+    code, lang, since, audio: audioStats.enabled, token, onEvent, onAudio, onStatus,
   });
   socket.start();
 }
@@ -362,7 +396,7 @@ function setAudioOnly(on, save = true) {
   document.body.classList.toggle('audio-only', on);
   ui.audioOnly.setAttribute('aria-pressed', String(on));
   if (save) savePreference('listen.audioOnly', on ? '1' : '0');
-  if (view.following) view.jumpToLive();
+  if (captions.following) captions.jumpToLive();
 }
 
 let audioRenderPending = false;
@@ -386,6 +420,7 @@ function spokenLanguage() {
 }
 
 function audioStatusText() {
+  if (stats.state === 'ended' && !audioStats.enabled) return 'The session has ended.';
   if (!audioStats.supported) return 'This browser cannot play spoken translation.';
   if (audioStats.context === 'failed') return 'Spoken translation could not start on this device.';
   if (!spokenLanguage()) {
@@ -408,18 +443,19 @@ function audioStatusText() {
 function renderAudio() {
   const on = audioStats.enabled;
   ui.audioPanel.dataset.audio = on ? (audioStats.playing ? 'playing' : 'on') : 'off';
-  ui.audioToggle.disabled = !audioStats.supported || (!on && !spokenLanguage());
+  const ended = stats.state === 'ended' && stats.connection === 'closed';
+  ui.audioPanel.dataset.ended = ended ? '1' : '0';
+  ui.audioToggle.disabled = ended || !audioStats.supported || (!on && !spokenLanguage());
   ui.audioToggle.dataset.on = on ? '1' : '0';
   ui.audioToggle.setAttribute(
     'aria-label',
     on ? 'Pause: turn off spoken translation' : 'Listen: turn on spoken translation',
   );
   setText(ui.audioToggleLabel, on ? 'Pause' : 'Listen');
-  setText(
-    ui.audioToggleHint,
-    on ? 'Spoken translation is on'
-      : (audioWanted ? 'Tap to resume spoken translation' : 'Turn on spoken translation'),
-  );
+  let hint = audioWanted ? 'Tap to resume spoken translation' : 'Turn on spoken translation';
+  if (on) hint = 'Spoken translation is on';
+  else if (ended) hint = 'Spoken translation has finished';
+  setText(ui.audioToggleHint, hint);
   ui.audioControls.hidden = !on;
   ui.audioMute.setAttribute('aria-pressed', String(audioStats.muted));
   ui.audioMute.dataset.muted = audioStats.muted ? '1' : '0';
@@ -463,15 +499,24 @@ function renderLanguage() {
   }
 }
 
+/** A private session's transcript needs the token: fetch it, then save what came. */
+async function downloadWithToken(event) {
+  const link = event.currentTarget;
+  if (!token) return;
+  event.preventDefault();
+  try {
+    await saveWithToken(link.href, link.download, token);
+  } catch (error) {
+    showNotice(`The transcript could not be downloaded: ${error.message}`);
+  }
+}
+
 function setLanguage(next) {
   if (!offered.includes(next) || next === lang) return;
   lang = next;
   stats.lang = lang;
   savePreference('listen.lang', lang);
-  for (const key of [...finalsShown]) {
-    if (key.startsWith('t:')) finalsShown.delete(key); // the server backfills the new language
-  }
-  view.setTranslation(translationFor(lang));
+  captions.show(lang, ui.bilingual.checked);
   player.clear(); // speech queued in the old language is not what the listener wants now
   if (socket) socket.setLanguage(lang);
   renderLanguage();
@@ -493,7 +538,8 @@ function setDisplay(name, value) {
     document.documentElement.dataset[name] = value;
   }
   savePreference(name, value);
-  if (view.following) view.jumpToLive(); // a new text size moves the newest line
+  if (name === 'font') captions.relayout(); // a new text size changes what fits a line
+  else if (captions.following) captions.jumpToLive();
 }
 
 function initDisplay() {
@@ -504,11 +550,9 @@ function initDisplay() {
       if (input.checked) setDisplay(input.name, input.value);
     });
   }
-  const bilingual = loadPreference('listen.bilingual') === '1';
-  ui.bilingual.checked = bilingual;
-  ui.captions.dataset.view = bilingual ? 'bilingual' : 'single';
+  ui.bilingual.checked = loadPreference('listen.bilingual') === '1';
   ui.bilingual.addEventListener('change', () => {
-    ui.captions.dataset.view = ui.bilingual.checked ? 'bilingual' : 'single';
+    captions.show(lang, ui.bilingual.checked); // keeps a reader who follows live there
     savePreference('listen.bilingual', ui.bilingual.checked ? '1' : '0');
   });
 }
@@ -551,10 +595,60 @@ window.addEventListener('pageshow', (event) => {
   renderAudio();
 });
 
-initDisplay();
-initMenus();
-initAudio();
-renderLanguage();
-renderStatus();
-connect(0);
-if (stats.state !== 'ended') wakeLock.enable();
+for (const link of ui.transcriptLinks) link.addEventListener('click', downloadWithToken);
+
+function gateUi() {
+  return { form: ui.gate, input: ui.passcode, error: ui.passcodeError };
+}
+
+/** A private session: its token (from the link, this tab, or the passcode), then what the
+ * page could not show without it: title, languages, state. */
+async function unlock() {
+  token = storedToken(code);
+  for (;;) {
+    if (!token) token = await askForToken(code, gateUi());
+    const facts = await sessionFacts(code, token);
+    if (facts.title !== undefined) {
+      applyFacts(facts);
+      return;
+    }
+    forgetToken(code); // the server did not take it: a stale or foreign link
+    token = null;
+  }
+}
+
+function applyFacts(facts) {
+  ui.title.textContent = facts.title;
+  document.title = `${facts.title} · live captions`;
+  sourceLanguage = facts.source_language;
+  root.dataset.sourceLanguage = sourceLanguage;
+  captions.source = sourceLanguage;
+  const names = facts.language_names || {};
+  ui.language.replaceChildren(...facts.languages.map((code_) => {
+    const option = new Option(names[code_] || code_, code_);
+    option.lang = code_;
+    return option;
+  }));
+  ui.language.disabled = facts.languages.length < 2;
+  readLanguages();
+  lang = initialLanguage();
+  stats.lang = lang;
+  stats.state = facts.state;
+}
+
+async function main() {
+  initDisplay();
+  initMenus();
+  if (isPrivate) {
+    renderStatus();
+    await unlock();
+  }
+  initAudio();
+  captions.show(lang, ui.bilingual.checked);
+  renderLanguage();
+  renderStatus();
+  connect(0);
+  if (stats.state !== 'ended') wakeLock.enable();
+}
+
+main();

@@ -23,9 +23,13 @@ const MAX_DELAY_MS = 15_000;
 const PERMANENT_CLOSE_CODES = new Set([1003, 1008]);
 const CLIENT_CLOSE_OFFLINE = 4000;
 
-export function listenSocketUrl(code, { lang, since, audio = false }, location = window.location) {
+export function listenSocketUrl(
+  code, { lang, since, audio = false, token = null, preview = false }, location = window.location,
+) {
   const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
   const query = new URLSearchParams({ lang, since: String(since), audio: audio ? '1' : '0' });
+  if (token) query.set('token', token); // a private session's listener token
+  if (preview) query.set('preview', '1'); // the presenter's preview: not counted
   return `${scheme}//${location.host}/ws/listen/${encodeURIComponent(code)}?${query}`;
 }
 
@@ -38,16 +42,23 @@ export function backoffDelay(attempt, random = Math.random) {
 export class ListenerSocket {
   /**
    * @param {{code: string, lang: string, since?: number,
-   *          audio?: boolean,
+   *          audio?: boolean, token?: string|null, preview?: boolean,
    *          onEvent: (event: object) => void,
    *          onAudio?: (header: object, pcm: ArrayBuffer) => void,
    *          onStatus: (status: string, detail: object) => void}} options
+   *   token: a private session's listener token (or the presenter's); preview: the
+   *   presenter's preview, not counted as audience (needs the presenter token).
    *   onStatus gets 'connecting', 'open', 'reconnecting' ({attempt, delayMs, code, reason}),
    *   'offline', or 'failed' ({code, reason}: closed for good by the server).
    */
-  constructor({ code, lang, since = 0, audio = false, onEvent, onAudio = () => {}, onStatus }) {
+  constructor({
+    code, lang, since = 0, audio = false, token = null, preview = false,
+    onEvent, onAudio = () => {}, onStatus,
+  }) {
     this.code = code;
     this.lang = lang;
+    this.token = token;
+    this.preview = preview;
     this.audio = Boolean(audio);
     this.lastSeq = since;
     this.onEvent = onEvent;
@@ -110,7 +121,10 @@ export class ListenerSocket {
     this.gotMessage = false;
     this.onStatus('connecting', { attempt: this.attempt });
     const ws = new WebSocket(
-      listenSocketUrl(this.code, { lang: this.lang, since: this.lastSeq, audio: this.audio }),
+      listenSocketUrl(this.code, {
+        lang: this.lang, since: this.lastSeq, audio: this.audio, token: this.token,
+        preview: this.preview,
+      }),
     );
     ws.binaryType = 'arraybuffer';
     this.ws = ws;

@@ -1,7 +1,9 @@
 // The presenter console (templates/present.html): microphone picker, start/stop, level meter,
 // status line, the presenter's own live captions, the editor panel (./edit-panel.js: fix a
-// final, the term list), and the share panel (join code, link, QR code, listener count,
-// transcript downloads, a new editor link, "End session").
+// final, the term list), and the share panel (join code, link, QR code, listeners by
+// language, transcript downloads, a new editor link, the venue screen's and the overlay's
+// links with a preview (./console-displays.js), captions pushed to YouTube or Zoom
+// (./console-push.js), a private session's passcode (./console-access.js), "End session").
 //
 // The presenter token arrives in the URL fragment (`#token=...`, never sent to the server by the
 // browser). It is kept in sessionStorage for this tab and then removed from the address bar so a
@@ -11,6 +13,11 @@
 
 import { CaptionView } from './captions.js';
 import { mountEditPanel } from './edit-panel.js';
+import {
+  authoriseDownloads, grantListenerToken, initPasscodeForm, qrDataUrl,
+} from './console-access.js';
+import { DisplayLinks } from './console-displays.js';
+import { PushPanel } from './console-push.js';
 import { MicCapture, TARGET_RATE, listMicrophones } from './mic-capture.js';
 import { PresenterSocket } from './presenter-socket.js';
 import { PresenterPeer } from './presenter-webrtc.js';
@@ -19,6 +26,7 @@ import { loadPreference, savePreference } from './preferences.js';
 const root = document.getElementById('console');
 const code = root.dataset.code;
 const language = root.dataset.language;
+const isPrivate = root.dataset.private === '1';
 
 const ui = {
   micSelect: document.getElementById('mic-select'),
@@ -37,8 +45,12 @@ const ui = {
   makeEditorLink: document.getElementById('make-editor-link'),
   listenLink: document.getElementById('listen-link'),
   joinOrigin: document.getElementById('join-origin'),
+  title: document.getElementById('session-title'),
+  qr: document.getElementById('share-qr'),
+  qrLink: document.getElementById('share-qr-link'),
   listenerCount: document.getElementById('share-listener-count'),
   listenerLabel: document.getElementById('share-listener-label'),
+  listenerLanguages: document.getElementById('share-languages'),
   transcriptLang: document.getElementById('transcript-lang'),
   transcriptLinks: [...document.querySelectorAll('.share .transcript-link')],
   endSession: document.getElementById('end-session'),
@@ -58,7 +70,8 @@ const stats = {
   transport: 'websocket', // how the audio goes: websocket (PCM) | webrtc (Opus over RTP)
   lagSeconds: 0,
   listeners: null,
-  session: 'unknown', // the session's own state: waiting | live | ended
+  byLanguage: {},
+  session: 'unknown', // the session's own state: waiting | live | paused | ended
   lastError: null,
 };
 window.interpStats = stats;
@@ -283,7 +296,7 @@ function onServerEvent(event) {
       renderStatus();
       break;
     case 'state':
-      if (typeof event.listeners === 'number') setListeners(event.listeners);
+      if (typeof event.listeners === 'number') setListeners(event.listeners, event.by_language);
       if (event.state) stats.session = event.state;
       renderStatus();
       break;
@@ -382,10 +395,22 @@ async function copyText(text, button) {
   }, 1500);
 }
 
-function setListeners(count) {
+const languageNames = Object.fromEntries(
+  [...ui.transcriptLang.options].map((option) => [option.value, option.textContent.trim()]),
+);
+
+/** The audience size, and how many follow each language ("English 2 · Spanish 1"). */
+function setListeners(count, byLanguage = {}) {
   stats.listeners = count;
+  stats.byLanguage = byLanguage || {};
   ui.listenerCount.textContent = String(count);
   ui.listenerLabel.textContent = count === 1 ? 'listener' : 'listeners';
+  const parts = Object.entries(stats.byLanguage)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([lang, n]) => `${languageNames[lang] || lang} ${n}`);
+  ui.listenerLanguages.textContent = parts.join(' · ');
+  ui.listenerLanguages.hidden = parts.length === 0;
 }
 
 function renderTranscriptLinks() {
@@ -397,28 +422,25 @@ function renderTranscriptLinks() {
   }
 }
 
-function showLanguages(languages) {
-  if (ui.transcriptLang.options.length > 0 || languages.length < 2) return;
-  ui.transcriptLang.replaceChildren(...languages.map((lang) => new Option(lang, lang)));
-  ui.transcriptLang.value = language;
-  ui.transcriptLang.hidden = false;
-}
-
-/** The session's public facts (GET /api/sessions/{code}): audience size, languages, state. */
+/** The session's facts (GET /api/sessions/{code}; a private session's need the token):
+ * audience size by language, title, state. */
 async function refreshFacts() {
   let facts;
   try {
-    const response = await fetch(`/api/sessions/${encodeURIComponent(code)}`, {
-      headers: { Accept: 'application/json' },
-    });
+    const headers = { Accept: 'application/json' };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const response = await fetch(`/api/sessions/${encodeURIComponent(code)}`, { headers });
     if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
     facts = await response.json();
   } catch (error) {
     console.warn('cannot read the session facts', error);
     return;
   }
-  if (typeof facts.listeners === 'number') setListeners(facts.listeners);
-  if (Array.isArray(facts.languages)) showLanguages(facts.languages);
+  if (typeof facts.listeners === 'number') setListeners(facts.listeners, facts.by_language);
+  if (isPrivate && facts.title !== undefined && ui.title.textContent !== facts.title) {
+    ui.title.textContent = facts.title;
+    document.title = `${facts.title} · presenter · Live interpreter`;
+  }
   stats.session = facts.state;
   if (facts.state === 'ended' && stats.state !== 'closed') setState('closed');
   else renderStatus();
@@ -533,6 +555,28 @@ document.addEventListener('visibilitychange', () => {
 
 ui.listenLink.textContent = ui.listenLink.href; // absolute, ready to read out or paste
 ui.joinOrigin.textContent = window.location.host;
+const displays = new DisplayLinks({ code, presenterToken: token, copy: copyText });
+const push = new PushPanel({ code, presenterToken: token, languageNames });
+window.interpConsole = { displays, push };
+
+/** A private session: the share link, the QR code and the display links carry a listener
+ * token (in the fragment); transcripts download with the presenter token. */
+async function sharePrivately() {
+  if (!isPrivate || !token) return;
+  authoriseDownloads(ui.transcriptLinks, token, showError);
+  initPasscodeForm(code, token);
+  ui.qrLink.removeAttribute('href'); // the full-size code would need the token in its URL
+  try {
+    const listenerToken = await grantListenerToken(code, token);
+    ui.listenLink.href = `${ui.listenLink.href.split('#')[0]}#token=${encodeURIComponent(listenerToken)}`;
+    displays.setListenerToken(listenerToken);
+    ui.qr.src = await qrDataUrl(code, listenerToken);
+  } catch (error) {
+    showError(`The share link could not be made: ${error.message}`);
+  }
+}
+
+sharePrivately();
 setTransport(chosenTransport(), false);
 setState('idle');
 renderTranscriptLinks();

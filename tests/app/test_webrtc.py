@@ -14,38 +14,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import av
 import httpx
 import jiwer
 import numpy as np
 import pytest
-import uvicorn
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
-from starlette.applications import Starlette
-from starlette.types import Receive, Scope, Send
 
 from app.ice import IceServer, parse_ice_servers
-from app.main import create_app
-from app.services import RecognitionModel
 from app.settings import Settings
 from app.webrtc_media import FRAME_SAMPLES, OUT_RATE, SpeechTrack
 from bench.recordings import load_recording
 from bench.webrtc_replay import PcmTrack, connect, new_peer, post_offer, present_webrtc
-from engine.audio import Samples
 from engine.delivery.memory import InMemoryHub
-from engine.events import SpeechAudio, Word
-from engine.recognition.asr import DecodeOptions
-from engine.stream import StreamLimits
+from engine.events import SpeechAudio
+from tests.app.inprocess import http, in_process_server, new_session
 from tests.data import ENGLISH, SONNET, SPANISH, reference
 from tests.support import (
     ServerProcess,
     create_session,
-    free_port,
     normalise_for_wer,
     read_wav,
 )
@@ -121,84 +110,6 @@ async def test_speech_track_plays_published_audio_paced_then_silence() -> None:
 
 
 # ---------------------------------------------------------------- in-process server
-
-
-class FakeTranscriber:
-    """Every speech window reads "hello" (these tests are about transport, not the model)."""
-
-    name = "fake"
-    multilingual = False
-
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
-        return [Word("hello", 0.0, max(0.1, len(audio) / 16000))]
-
-
-@dataclass
-class InProcess:
-    url: str
-    app: Starlette
-    state: dict[str, Any]
-    """The lifespan's state: ``services``, ``peers``, ``send_watch``."""
-
-
-@contextlib.asynccontextmanager
-async def in_process_server(tmp_path: Path) -> AsyncIterator[InProcess]:
-    """The real app with a fake recogniser, served by uvicorn in this event loop (so the
-    test can publish into its hub directly)."""
-    settings = Settings(
-        data_dir=tmp_path,
-        port=free_port(),
-        asr_models={"en": "fake"},
-        load_multilingual=False,
-        apertium=False,
-        whisper_translate=False,
-        warm_models=False,
-        limits=StreamLimits(max_speed=8.0),
-        session_create_per_minute=0,
-    )
-    app = create_app(
-        settings, transcriber_factory=lambda spec, s: RecognitionModel(FakeTranscriber())
-    )
-    states: list[dict[str, Any]] = []
-
-    async def keep_state(scope: Scope, receive: Receive, send: Send) -> None:
-        """The app, keeping a reference to the lifespan's state (ASGI lifespan state, which
-        the app fills at start-up) for the test."""
-        if scope["type"] == "lifespan":
-            states.append(scope["state"])
-        await app(scope, receive, send)
-
-    server = uvicorn.Server(
-        uvicorn.Config(keep_state, host="127.0.0.1", port=settings.port, log_level="warning")
-    )
-    serving = asyncio.create_task(server.serve())
-    url = f"http://127.0.0.1:{settings.port}"
-    try:
-        async with httpx.AsyncClient(base_url=url, timeout=5) as client:
-            for _ in range(400):
-                with contextlib.suppress(httpx.HTTPError):
-                    if (await client.get("/readyz")).status_code == 200:
-                        break
-                await asyncio.sleep(0.05)
-        yield InProcess(url, app, states[0])
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(serving, 60)
-
-
-async def new_session(url: str, **body: object) -> dict[str, str]:
-    """``POST /api/sessions`` without blocking the loop the in-process server runs in."""
-    payload = {"title": "webrtc", "source_language": "en", "target_languages": [], **body}
-    async with httpx.AsyncClient(timeout=10) as client:
-        response = await client.post(f"{url}/api/sessions", json=payload)
-    response.raise_for_status()
-    data: dict[str, str] = response.json()
-    return data
-
-
-async def http(method: str, url: str, **kwargs: object) -> httpx.Response:
-    async with httpx.AsyncClient(timeout=10) as client:
-        return await client.request(method, url, **kwargs)  # type: ignore[arg-type]
 
 
 async def offer_sdp(*, send: bool = True, channel: bool = False) -> str:

@@ -14,7 +14,7 @@ import webvtt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.events import Caption
+from engine.events import Caption, Speaker
 from engine.transcript import (
     FORMATS,
     MAX_CUE_LINES,
@@ -134,6 +134,93 @@ def test_json_keeps_segments_and_rounds_times() -> None:
         {"segment": 4, "start": 1.235, "end": 2.5, "text": "Line one\nand two"},
         {"segment": 5, "start": 2.5, "end": 3.0, "text": "Ñandú 🦤"},
     ]
+
+
+def said(
+    segment: int,
+    text: str,
+    seq: int,
+    *,
+    rev: int = 0,
+    speaker: Speaker | None = None,
+    sources: tuple[int, ...] = (),
+) -> Caption:
+    return Caption(
+        segment, "en", True, "final", text, segment, segment + 1, seq=seq, rev=rev,
+        speaker=speaker, sources=sources,
+    )  # fmt: skip
+
+
+ADA = Speaker("s1", "Ada")
+BO = Speaker("s2", "Bo")
+
+
+def test_a_corrected_line_appears_once_in_its_newest_revision_where_it_was_said() -> None:
+    finals = [
+        said(0, "We use team view.", 1),
+        said(1, "It works.", 2),
+        said(0, "We use TeamView.", 3, rev=1),
+        said(0, "We use TeamViewer.", 4, rev=2),
+    ]
+    assert render(finals, "txt")[0] == "We use TeamViewer.\nIt works.\n"
+    assert [s.content for s in parse_srt(render(finals, "srt")[0])] == [
+        "We use TeamViewer.",
+        "It works.",
+    ]
+    assert [text for *_, text in parse_vtt(render(finals, "vtt")[0])] == [
+        "We use TeamViewer.",
+        "It works.",
+    ]
+    first, second = json.loads(render(finals, "json")[0])
+    assert first == {
+        "segment": 0,
+        "start": 0,
+        "end": 1,
+        "text": "We use TeamViewer.",
+        "rev": 2,
+        "history": [
+            {"rev": 0, "text": "We use team view."},
+            {"rev": 1, "text": "We use TeamView."},
+        ],
+    }
+    assert second == {"segment": 1, "start": 1, "end": 2, "text": "It works."}
+
+
+def test_speakers_are_named_as_subtitles_do() -> None:
+    finals = [
+        said(0, "Welcome to the panel.", 1, speaker=ADA),
+        said(1, "Our first question.", 2, speaker=ADA),
+        said(2, "Thank you, Ada.", 3, speaker=BO),
+        said(3, "Gracias.", 4, speaker=Speaker("s3", "Zoë <chair>"), sources=(3, 4)),
+    ]
+    assert render(finals, "txt")[0].splitlines() == [
+        "Ada: Welcome to the panel.",
+        "Our first question.",
+        "Bo: Thank you, Ada.",
+        "Zoë <chair>: Gracias.",
+    ]
+    assert [s.content for s in parse_srt(render(finals, "srt")[0])] == [
+        "Ada: Welcome to the panel.",
+        "Our first question.",
+        "Bo: Thank you, Ada.",
+        "Zoë <chair>: Gracias.",
+    ]
+    vtt = render(finals, "vtt")[0]
+    assert "<v Ada>Welcome to the panel.\n" in vtt and "<v Ada>Our first question.\n" in vtt
+    assert "<v Zoë &lt;chair&gt;>Gracias.\n" in vtt
+    voices = [c.voice for c in webvtt.from_string(vtt, strict=True).captions]
+    assert voices == ["Ada", "Ada", "Bo", "Zoë &lt;chair&gt;"]
+    items = json.loads(render(finals, "json")[0])
+    assert items[0]["speaker"] == {"id": "s1", "name": "Ada"}
+    assert items[3]["sources"] == [3, 4]
+
+
+def test_a_speaker_label_counts_towards_the_line_length() -> None:
+    long_name = Speaker("s9", "Professor Doctor Maximiliane Mustermann")
+    finals = [said(0, "So the short answer is yes, with caveats.", 1, speaker=long_name)]
+    (cue, *rest) = cues(finals, label_speakers=True)
+    assert all(len(line) <= MAX_LINE_CHARS for c in (cue, *rest) for line in c.lines)
+    assert cue.lines[0].startswith("Professor Doctor Maximiliane Mustermann:")
 
 
 def test_zero_length_and_backwards_captions_never_go_backwards() -> None:

@@ -175,3 +175,39 @@ async def test_backfill_holds_the_newest_revision_of_each_line_once() -> None:
         assert [e.text for e in drain(sub.queue)] == expected  # type: ignore[attr-defined]
     late = hub.subscribe("ABCDEF", frozenset({"en"}), first.seq + 1)
     assert [e.text for e in drain(late.queue)] == ["TeamViewer"]  # type: ignore[attr-defined]
+
+
+def test_listeners_by_language_counts_the_audience_only() -> None:
+    hub = InMemoryHub()
+    hub.open("ABC")
+    hub.subscribe("ABC", frozenset(), counted=False)  # the presenter's own view
+    english = hub.subscribe("ABC", frozenset({"en"}))
+    hub.subscribe("ABC", frozenset({"es"}))
+    hub.subscribe("ABC", frozenset({"es"}))
+    assert dict(hub.listeners_by_language("ABC")) == {"en": 1, "es": 2}
+    hub.set_languages(english, frozenset({"fr"}))
+    assert dict(hub.listeners_by_language("ABC")) == {"es": 2, "fr": 1}
+    assert dict(hub.listeners_by_language("NOPE")) == {}
+
+
+def test_state_events_carry_counts_by_language_in_one_json_form() -> None:
+    from engine.events import from_dict, language_counts, to_dict
+
+    counts = language_counts({"es": 2, "en": 1, "fr": 0})
+    assert counts == (("en", 1), ("es", 2))
+    event = StateChange("live", 3, counts, seq=4)
+    data = to_dict(event)
+    assert data["by_language"] == {"en": 1, "es": 2}
+    assert from_dict(data) == event
+    assert "by_language" not in to_dict(StateChange("live", 0))
+
+
+def test_a_redis_audience_entry_without_counts_still_reads() -> None:
+    from engine.delivery.redis import Audience
+
+    old, at = Audience.from_json('{"n": 2, "l": ["en"], "s": [], "t": 5.0}')
+    assert (old.count, old.by_language, at) == (2, (), 5.0)
+    new = Audience(1, frozenset({"es"}), frozenset(), (("es", 1),))
+    merged = old | new | new
+    assert merged.count == 4 and merged.by_language == (("es", 2),)
+    assert Audience.from_json(merged.to_json(9.0)) == (merged, 9.0)

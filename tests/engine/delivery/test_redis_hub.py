@@ -144,13 +144,17 @@ async def test_audience_is_the_union_over_nodes(nodes: list[RedisHub]) -> None:
     await eventually(lambda: a.listener_count(CODE) == 3)
     assert a.wanted_languages(CODE) == {"en", "es", "fr"}
     assert a.wanted_speech(CODE) == {"es"}
+    b.subscribe(CODE, frozenset({"es"}))
+    await eventually(lambda: a.listener_count(CODE) == 4)
+    assert dict(a.listeners_by_language(CODE)) == {"en": 1, "es": 2, "fr": 1}
     await eventually(lambda: bool(changed))
     assert set(changed) == {CODE}
     follower.cancel()
-    await eventually(lambda: b.listener_count(CODE) == 3)
+    await eventually(lambda: b.listener_count(CODE) == 4)
     b.unsubscribe(spanish)
-    await eventually(lambda: a.wanted_languages(CODE) == {"en", "fr"})
-    assert a.wanted_speech(CODE) == frozenset() and a.listener_count(CODE) == 2
+    await eventually(lambda: a.wanted_speech(CODE) == frozenset())
+    assert a.listener_count(CODE) == 3
+    assert dict(a.listeners_by_language(CODE)) == {"en": 1, "es": 1, "fr": 1}
 
 
 async def test_another_nodes_state_change_is_fed_to_this_node(nodes: list[RedisHub]) -> None:

@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,47 @@ def test_a_version_1_database_is_migrated_with_its_finals(db_path: Path) -> None
         assert record is not None and record.state == "paused"
         assert store.purge_ended_before(10.0) == 1  # finals still belong to their session
         assert store.finals("OLD234") == []
+
+
+def test_private_sessions_keep_a_passcode_hash_and_the_listener_tokens_they_granted(
+    store: SqliteSessionStore,
+) -> None:
+    store.create(make_record())
+    store.create(replace(make_record("PRV234", "s-2"), passcode_hash="scrypt$old"))
+    public, private = store.get("ABC234"), store.get("prv234")
+    assert public is not None and not public.private and public.passcode_hash is None
+    assert private is not None and private.private and private.passcode_hash == "scrypt$old"
+    assert not store.has_listener_token("PRV234", "h1")
+    store.add_listener_token("prv234", "h1", at=1_001.0)
+    store.add_listener_token("PRV234", "h1", at=1_002.0)  # granted twice: still one
+    store.set_passcode("PRV234", "scrypt$new")
+    stored = store.get("PRV234")
+    assert stored is not None and stored.passcode_hash == "scrypt$new"
+    assert store.has_listener_token("PRV234", "h1")  # a new passcode keeps granted tokens
+    assert not store.has_listener_token("ABC234", "h1")
+    assert not store.has_listener_token("NOPE22", "h1")
+    with pytest.raises(UnknownSession):
+        store.add_listener_token("NOPE22", "h1", at=1.0)
+    with pytest.raises(UnknownSession):
+        store.set_passcode("NOPE22", "x")
+    assert store.purge_ended_before(2_000.0) == 2
+    assert not store.has_listener_token("PRV234", "h1")
+
+
+def test_a_version_2_database_gains_private_sessions(db_path: Path) -> None:
+    with sqlite3.connect(db_path) as conn:
+        for statements in MIGRATIONS[:2]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute("PRAGMA user_version=2")
+        conn.execute(
+            "INSERT INTO sessions VALUES ('id1', 'OLD234', 't', 'en', '[]', 'h', 'paused', 1, NULL)"
+        )
+    with SqliteSessionStore(db_path) as store:
+        record = store.get("OLD234")
+        assert record is not None and record.state == "paused" and not record.private
+        store.add_listener_token("OLD234", "h", at=2.0)
+        assert store.has_listener_token("OLD234", "h")
 
 
 def test_append_final_is_idempotent_on_seq(store: SqliteSessionStore) -> None:

@@ -1,0 +1,318 @@
+"""The caption displays in real Chromium with scripted captions: the venue screen at 1920x1080,
+the stream overlay on a transparent background, the listener page on a phone (390x844).
+
+The real app runs in this event loop with a fake recogniser (tests/app/inprocess.py) and the
+test publishes captions into the session itself: drafts, finals, a Spanish sentence final
+that covers three source segments, a person's correction, a change of speaker. The views
+must lay them out by the rules of static/js/subtitle-state.js, announce each finished caption
+once to screen readers and never a draft, survive a dropped connection, and a private
+session's screen must ask for the passcode. (test_event_views.py follows a real recording.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from PIL import Image
+from playwright.sync_api import Browser
+
+from e2e.conftest import ConsoleLog, open_page
+from engine.events import Caption, Speaker
+from engine.session import Session
+from tests.app.inprocess import InProcess, in_process_server
+
+pytestmark = pytest.mark.browser
+
+T = TypeVar("T")
+
+ADA = Speaker("s1", "Ada")
+BO = Speaker("s2", "Bo")
+
+LINES = """() => [...document.querySelectorAll('.caption-line')].map((el) => ({
+  text: el.textContent.trim(), state: el.dataset.state, corrected: 'corrected' in el.dataset,
+  draft: el.querySelector('.caption-draft').textContent.trim(),
+  speaker: el.querySelector('.caption-speaker').textContent,
+  block: el.closest('[lang]').lang,
+}))"""
+
+
+@dataclass
+class Background:
+    """The in-process server, running in its own thread and event loop (Playwright's sync
+    API owns this thread's): ``call`` runs a coroutine there and waits for it."""
+
+    server: InProcess
+    loop: asyncio.AbstractEventLoop
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def session(self, code: str) -> Session:
+        session: Session | None = self.call(
+            self.server.state["services"].engine().registry.get(code)
+        )
+        assert session is not None
+        return session
+
+    def create(self, **body: Any) -> dict[str, Any]:
+        payload = {"title": "Results call", "source_language": "en", **body}
+        response = httpx.post(f"{self.server.url}/api/sessions", json=payload, timeout=10)
+        response.raise_for_status()
+        created: dict[str, Any] = response.json()
+        return created
+
+    def say(self, session: Session, script: list[Caption], pause: float = 0.15) -> None:
+        async def publish() -> None:
+            for caption in script:
+                await session.publish(caption)
+                await asyncio.sleep(pause)
+
+        self.call(publish())
+
+
+@pytest.fixture
+def background(tmp_path: Path) -> Iterator[Background]:
+    loop = asyncio.new_event_loop()
+    started: Future[InProcess] = Future()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        async with in_process_server(tmp_path, apertium=True) as server:
+            started.set_result(server)
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    try:
+        yield Background(started.result(60), loop)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(60)
+        loop.close()
+
+
+def en(segment: int, state: str, text: str, **extra: Any) -> Caption:
+    return Caption(segment, "en", True, state, text, segment, segment + 1, **extra)  # type: ignore[arg-type]
+
+
+def es(segment: int, state: str, text: str, **extra: Any) -> Caption:
+    return Caption(segment, "es", False, state, text, segment, segment + 1, **extra)  # type: ignore[arg-type]
+
+
+SCRIPT = [
+    en(0, "draft", "Good morning", speaker=ADA),
+    en(0, "final", "Good morning everyone, and welcome to the results call.", speaker=ADA),
+    en(1, "draft", "We moved our remote", speaker=ADA),
+    en(1, "final", "We moved our remote support to team view last year.", speaker=ADA),
+    es(1, "draft", "Movimos nuestro soporte", sources=(1,), speaker=ADA),
+    en(2, "final", "Thank you, Ada.", speaker=BO),
+    en(3, "draft", "The colour of", speaker=BO),
+    es(3, "draft", "El color de", sources=(3,), speaker=BO),
+    en(3, "final", "The colour of red cabbage", speaker=BO),
+    es(4, "draft", "la col cambia", sources=(4,), speaker=BO),
+    en(4, "final", "changes with how acidic", speaker=BO),
+    es(5, "draft", "según el ácido", sources=(5,), speaker=BO),
+    en(5, "final", "the substance is.", speaker=BO),
+    es(
+        3,
+        "final",
+        "El color de la col lombarda cambia según lo ácida que sea.",
+        sources=(3, 4, 5),
+        speaker=BO,
+    ),
+    en(1, "final", "We moved our remote support to TeamViewer last year.", rev=1, speaker=ADA),
+    en(6, "draft", "And the next quarter", speaker=BO),
+]
+FINALS_EN = [c.text for c in SCRIPT if c.lang == "en" and c.is_final and not c.rev]
+
+
+def test_screen_overlay_and_phone_lay_out_captions_as_subtitles(
+    browser: Browser, background: Background
+) -> None:
+    server = background.server
+    created = background.create(target_languages=["es"])
+    code = created["code"]
+    session = background.session(code)
+    console = ConsoleLog()
+    screen = open_page(browser, console, viewport={"width": 1920, "height": 1080})
+    overlay = open_page(browser, console, viewport={"width": 1920, "height": 1080})
+    phone = open_page(
+        browser, console, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+    )
+    screen.goto(f"{server.url}/s/{code}/screen?lang=en,es")
+    overlay.goto(f"{server.url}/s/{code}/overlay?lang=es&bg=transparent")
+    phone.goto(f"{server.url}/s/{code}")
+    for page in (screen, overlay, phone):
+        page.wait_for_function("() => window.interpStats && window.interpStats.connected")
+
+    background.say(session, SCRIPT)
+    # Each line stays 1.5 s before the next pushes it out: the screen catches up in steps.
+    screen.wait_for_function(
+        "() => [...document.querySelectorAll('.caption-draft')].some((el) => "
+        "el.textContent.includes('And the next quarter'))",
+        timeout=30_000,
+    )
+    phone.wait_for_function(
+        "() => [...document.querySelectorAll('.caption-line')].some((el) => "
+        "el.textContent.includes('TeamViewer'))",
+        timeout=10_000,
+    )
+
+    # The screen: two languages stacked, at most three lines each, 42 characters a line,
+    # the draft only on the last line, the corrected caption marked, speakers named.
+    lines = screen.evaluate(LINES)
+    english = [line for line in lines if line["block"] == "en"]
+    spanish = [line for line in lines if line["block"] == "es"]
+    assert 1 <= len(english) <= 3 and 1 <= len(spanish) <= 3, lines
+    assert all(len(line["text"]) <= 42 for line in lines), lines
+    for block in (english, spanish):
+        assert all(not line["draft"] for line in block[:-1]), block
+    assert english[-1]["draft"] == "And the next quarter"
+    # Segments 3-5 were covered by one Spanish final: none of their drafts is left.
+    assert not any(
+        d in line["text"] + line["draft"]
+        for line in spanish
+        for d in ("según el ácido", "la col cambia")
+    )
+    screen_stats = screen.evaluate("() => window.interpSubtitles")
+    assert screen_stats["changedAfterScroll"] == 0 and screen_stats["longestLine"] <= 42
+
+    # The phone: the whole history in English, the correction in place and marked, the
+    # change of speaker labelled; every final once.
+    phone_lines = phone.evaluate(LINES)
+    texts = " ".join(line["text"] for line in phone_lines)
+    assert "TeamViewer" in texts and "team view " not in texts
+    assert any(line["corrected"] for line in phone_lines)
+    assert [line["speaker"] for line in phone_lines if line["speaker"]] == ["Ada", "Bo"]
+    finals = phone.evaluate("() => window.interpCaptions.finals('en').map((f) => f[1])")
+    assert finals[: len(FINALS_EN)] == FINALS_EN
+    assert (phone.evaluate("() => window.interpStats.duplicateFinals")) == 0
+
+    # Screen readers: each finished caption once, in order, the correction said as one,
+    # and never a draft; the lines themselves are not read on the displays.
+    log = screen.locator("#announcer").aria_snapshot()
+    for text in FINALS_EN:
+        assert log.count(text) == 1, (text, log)
+    assert "Correction: We moved our remote support to TeamViewer last year." in log
+    assert "And the next quarter" not in log and "Good morning\n" not in log
+    tree = screen.locator("body").aria_snapshot()
+    assert "And the next quarter" not in tree
+    phone_log = phone.locator("#announcer").aria_snapshot()
+    assert all(phone_log.count(text) == 1 for text in FINALS_EN), phone_log
+    assert "And the next quarter" not in phone_log
+
+    # The overlay: nothing but captions, on a transparent page.
+    assert overlay.evaluate("() => getComputedStyle(document.body).backgroundColor") == (
+        "rgba(0, 0, 0, 0)"
+    )
+    visible = overlay.evaluate(
+        """() => [...document.body.querySelectorAll('*')].filter((el) => {
+          if (el.closest('.subtitles') || el.children.length > 0) return false;
+          const box = el.getBoundingClientRect();
+          return box.width > 2 && box.height > 2 && el.textContent.trim() !== '';
+        }).map((el) => el.tagName)"""
+    )
+    assert visible == [], visible
+    png = overlay.screenshot(omit_background=True)
+    image = Image.open(io.BytesIO(png))
+    assert image.mode == "RGBA" and image.getpixel((5, 5))[3] == 0  # see-through
+    overlay_lines = overlay.evaluate(LINES)
+    assert overlay_lines and all(line["block"] == "es" for line in overlay_lines)
+
+    # A dropped connection: the screen reconnects and backfills what it missed.
+    screen.context.set_offline(True)
+    background.call(session.publish(en(7, "final", "This came while the screen was offline.")))
+    screen.context.set_offline(False)
+    screen.wait_for_function(
+        "() => window.interpStats.reconnects >= 1 && [...document.querySelectorAll("
+        "'.caption-line')].some((el) => el.textContent.includes('while the screen was offline'))",
+        timeout=20_000,
+    )
+
+    # Full screen on a key, and a cursor that hides itself when the mouse rests.
+    screen.mouse.move(200, 200)
+    screen.keyboard.press("f")
+    screen.wait_for_function("() => document.fullscreenElement !== null", timeout=5_000)
+    screen.wait_for_function(
+        "() => document.body.classList.contains('cursor-hidden')", timeout=5_000
+    )
+    for page in (screen, overlay, phone):
+        page.context.close()
+    assert console.errors == [], console.errors
+
+
+def test_a_private_sessions_screen_asks_for_the_passcode(
+    browser: Browser, background: Background
+) -> None:
+    server = background.server
+    created = background.create(title="Board", listener_passcode="tulip 42")
+    code = created["code"]
+    session = background.session(code)
+    log = ConsoleLog()
+    screen = open_page(browser, log, viewport={"width": 1920, "height": 1080})
+    screen.goto(f"{server.url}/s/{code}/screen")
+    form = screen.locator("#passcode-form")
+    form.wait_for(state="visible")
+    assert "Board" not in screen.content()  # the title stays private
+    screen.fill("#passcode", "tulip")
+    screen.click("#passcode-form button")
+    screen.locator("#passcode-error").wait_for(state="visible")
+    screen.fill("#passcode", "tulip 42")
+    screen.click("#passcode-form button")
+    screen.wait_for_function("() => window.interpStats.connected")
+    background.call(session.publish(en(0, "final", "Only the board reads this.")))
+    screen.wait_for_function(
+        "() => document.querySelector('.caption-line')?.textContent.includes('Only the board')"
+    )
+    # The share link's token opens the overlay directly (the console hands it out).
+    overlay = open_page(browser, log, viewport={"width": 1280, "height": 720})
+    overlay.goto(f"{server.url}/s/{code}/overlay#token={created['listener_token']}")
+    overlay.wait_for_function("() => window.interpStats.connected")
+    assert "#token" not in overlay.url  # it left the address bar
+    # The listener page asks for the passcode too, and shows the title only after it.
+    phone = open_page(browser, log, viewport={"width": 390, "height": 844}, is_mobile=True)
+    phone.goto(f"{server.url}/s/{code}")
+    phone.locator("#passcode-form").wait_for(state="visible")
+    assert phone.locator("#listen-title").inner_text() == "Private session"
+    phone.fill("#passcode", "tulip 42")
+    phone.click("#passcode-form button")
+    phone.wait_for_function("() => window.interpStats.connected")
+    assert phone.locator("#listen-title").inner_text() == "Board"
+    phone.wait_for_function(
+        "() => window.interpCaptions.finals('en').some(([, t]) => t.includes('Only the board'))"
+    )
+    screen.context.close()
+    overlay.context.close()
+    phone.context.close()
+    unexpected = [e for e in log.errors if "401" not in e]
+    assert unexpected == [], unexpected
+
+
+def test_display_parameters_are_checked(background: Background) -> None:
+    server = background.server
+    created = background.create()
+    base = f"{server.url}/s/{created['code']}"
+    with httpx.Client(timeout=10) as client:
+        ok = client.get(f"{base}/screen?lines=2&size=64&position=top&theme=light")
+        assert ok.status_code == 200 and 'data-size="64px"' in ok.text
+        assert "frame-ancestors 'self'" in ok.headers["content-security-policy"]
+        for query, problem in [
+            ("lines=9", "lines"),
+            ("size=huge", "size"),
+            ("lang=xx", "lang"),
+            ("lang=en,en,en", "lang"),
+            ("bg=pink", "bg"),
+            ("position=left", "position"),
+        ]:
+            bad = client.get(f"{base}/overlay?{query}")
+            assert bad.status_code == 400 and problem in bad.text, (query, bad.text)
+        assert (client.get(f"{server.url}/s/ZZZZ22/screen")).status_code == 404
