@@ -12,7 +12,7 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from app.api import bearer, json_body, services_of, session_or_404
+from app.api import bearer, follower_session, json_body, services_of, session_or_404
 from app.errors import error
 from engine import languages
 from engine.audio import AudioFormatError, decode_pcm16
@@ -84,26 +84,27 @@ async def add_speaker(request: Request) -> Response:
 
 
 async def whoami(request: Request) -> Response:
-    """``GET /api/sessions/{code}/whoami`` with a presenter or speaker token: which speaker
-    the token is, and whether that speaker is streaming now (another device)."""
+    """``GET /api/sessions/{code}/whoami`` with a token: which speaker it is and whether that
+    speaker is streaming now (another device); ``{"role": null}`` for a token that is nobody's,
+    so a console can say its link is wrong before Start without a failed request."""
     session = await session_or_404(request)
     if isinstance(session, JSONResponse):
         return session
     token = bearer(request)
     speaker = session.speaker_with_token(token) if token else None
+    if not token:
+        raise Refused(Refusal.NO_CREDENTIALS, "a presenter or speaker token is required")
     if speaker is None:
-        raise Refused(
-            Refusal.BAD_CREDENTIALS if token else Refusal.NO_CREDENTIALS,
-            "a presenter or speaker token is required",
-        )
+        return JSONResponse({"role": None, "speaker": None})
     role = "presenter" if speaker.position == 0 else "speaker"
     return JSONResponse({"role": role, "speaker": speaker_json(session, speaker)})
 
 
 async def ask(request: Request) -> Response:
     """``POST /api/sessions/{code}/questions`` ``{"text", "lang"}``, or a spoken question:
-    16 kHz 16-bit mono PCM as the body (``Content-Type: audio/L16``, ``?lang=xx``)."""
-    session = await session_or_404(request)
+    16 kHz 16-bit mono PCM as the body (``Content-Type: audio/L16``, ``?lang=xx``). Whoever may
+    follow the session may ask (a private one's listeners carry their token)."""
+    session = await follower_session(request)
     if isinstance(session, JSONResponse):
         return session
     asker = request.client.host if request.client else "unknown"

@@ -7,11 +7,16 @@ exactly what a presenter would have said. The server under test comes from the s
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import wave
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
+import httpx
 import pytest
 from playwright.sync_api import (
     Browser,
@@ -24,7 +29,12 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
+from engine.events import Caption
+from engine.session import Session
+from tests.app.inprocess import InProcess, in_process_server
 from tests.data import SONNET, SONNET_OCTAVE_LINES, SONNET_OCTAVE_S, reference
+
+T = TypeVar("T")
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -204,3 +214,58 @@ def page(browser: Browser, console_log: ConsoleLog) -> Iterator[Page]:
         yield page
     finally:
         page.context.close()
+
+
+@dataclass
+class Background:
+    """The in-process server, running in its own thread and event loop (Playwright's sync
+    API owns this thread's): ``call`` runs a coroutine there and waits for it."""
+
+    server: InProcess
+    loop: asyncio.AbstractEventLoop
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def session(self, code: str) -> Session:
+        session: Session | None = self.call(
+            self.server.state["services"].engine().registry.get(code)
+        )
+        assert session is not None
+        return session
+
+    def create(self, **body: Any) -> dict[str, Any]:
+        payload = {"title": "Results call", "source_language": "en", **body}
+        response = httpx.post(f"{self.server.url}/api/sessions", json=payload, timeout=10)
+        response.raise_for_status()
+        created: dict[str, Any] = response.json()
+        return created
+
+    def say(self, session: Session, script: list[Caption], pause: float = 0.15) -> None:
+        async def publish() -> None:
+            for caption in script:
+                await session.publish(caption)
+                await asyncio.sleep(pause)
+
+        self.call(publish())
+
+
+@pytest.fixture
+def background(tmp_path: Path) -> Iterator[Background]:
+    loop = asyncio.new_event_loop()
+    started: Future[InProcess] = Future()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        async with in_process_server(tmp_path, apertium=True) as server:
+            started.set_result(server)
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    try:
+        yield Background(started.result(60), loop)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(60)
+        loop.close()

@@ -11,28 +11,19 @@ session's screen must ask for the passcode. (test_event_views.py follows a real 
 
 from __future__ import annotations
 
-import asyncio
 import io
-import threading
-from collections.abc import Coroutine, Iterator
-from concurrent.futures import Future
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
 from PIL import Image
 from playwright.sync_api import Browser
 
-from e2e.conftest import ConsoleLog, open_page
+from e2e.conftest import Background, ConsoleLog, open_page
 from engine.events import Caption, Speaker
-from engine.session import Session
-from tests.app.inprocess import InProcess, in_process_server
 
 pytestmark = pytest.mark.browser
 
-T = TypeVar("T")
 
 ADA = Speaker("s1", "Ada")
 BO = Speaker("s2", "Bo")
@@ -43,61 +34,6 @@ LINES = """() => [...document.querySelectorAll('.caption-line')].map((el) => ({
   speaker: el.querySelector('.caption-speaker').textContent,
   block: el.closest('[lang]').lang,
 }))"""
-
-
-@dataclass
-class Background:
-    """The in-process server, running in its own thread and event loop (Playwright's sync
-    API owns this thread's): ``call`` runs a coroutine there and waits for it."""
-
-    server: InProcess
-    loop: asyncio.AbstractEventLoop
-
-    def call(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    def session(self, code: str) -> Session:
-        session: Session | None = self.call(
-            self.server.state["services"].engine().registry.get(code)
-        )
-        assert session is not None
-        return session
-
-    def create(self, **body: Any) -> dict[str, Any]:
-        payload = {"title": "Results call", "source_language": "en", **body}
-        response = httpx.post(f"{self.server.url}/api/sessions", json=payload, timeout=10)
-        response.raise_for_status()
-        created: dict[str, Any] = response.json()
-        return created
-
-    def say(self, session: Session, script: list[Caption], pause: float = 0.15) -> None:
-        async def publish() -> None:
-            for caption in script:
-                await session.publish(caption)
-                await asyncio.sleep(pause)
-
-        self.call(publish())
-
-
-@pytest.fixture
-def background(tmp_path: Path) -> Iterator[Background]:
-    loop = asyncio.new_event_loop()
-    started: Future[InProcess] = Future()
-    stop = asyncio.Event()
-
-    async def serve() -> None:
-        async with in_process_server(tmp_path, apertium=True) as server:
-            started.set_result(server)
-            await stop.wait()
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
-    thread.start()
-    try:
-        yield Background(started.result(60), loop)
-    finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(60)
-        loop.close()
 
 
 def en(segment: int, state: str, text: str, **extra: Any) -> Caption:

@@ -216,6 +216,7 @@ def test_console_explains_a_refused_or_missing_presenter_link(
     # A wrong token: the server closes 1008 and the console shows the code and the reason.
     page.goto(f"{live_server}/p/{code}#token=not-the-token")
     page.reload()  # a fragment-only navigation does not reload the page
+    expect(page.locator("#error")).to_contain_text("not this session's presenter")  # before Start
     expect(page.locator("#start-button")).to_be_enabled()
     page.click("#start-button")
     page.wait_for_function("() => window.interpStats.state === 'error'", timeout=30_000)

@@ -18,6 +18,7 @@
 // `window.interpStats` exposes counters for tests and for debugging in the console, and
 // `window.interpAudio` the spoken translation's (received, played, underruns, dropped, ...).
 
+import { AskPanel } from './ask.js';
 import { AudioPlayer, audioSupported } from './audio-player.js';
 import { ListenerCaptions } from './listen-captions.js';
 import { ListenerSocket } from './listener-socket.js';
@@ -38,6 +39,7 @@ let sourceLanguage = root.dataset.sourceLanguage;
 let token = null; // a private session's listener token
 
 const ui = {
+  ask: document.getElementById('ask-panel'),
   state: document.getElementById('state'),
   stateText: document.getElementById('state-text'),
   listenerCount: document.getElementById('listener-count'),
@@ -176,6 +178,7 @@ function renderStatus() {
   ui.stateText.textContent = trouble || STATE_TEXT[stats.state] || stats.state;
   root.dataset.state = stats.state;
   ui.endedNote.hidden = stats.state !== 'ended';
+  ui.ask.hidden = stats.state === 'ended';
   if (captions.lineCount === 0) {
     ui.empty.textContent = EMPTY_TEXT[stats.state] || '';
     if (!ui.empty.isConnected) ui.captions.prepend(ui.empty);
@@ -644,6 +647,7 @@ async function main() {
     await unlock();
   }
   initAudio();
+  window.interpAsk = new AskPanel({ code, language: () => lang, token: () => token });
   captions.show(lang, ui.bilingual.checked);
   renderLanguage();
   renderStatus();

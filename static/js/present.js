@@ -17,6 +17,9 @@ import {
   authoriseDownloads, grantListenerToken, initPasscodeForm, qrDataUrl,
 } from './console-access.js';
 import { DisplayLinks } from './console-displays.js';
+import {
+  QuestionQueue, SpeakersPanel, showShedding, whoAmI,
+} from './console-panel.js';
 import { PushPanel } from './console-push.js';
 import { MicCapture, TARGET_RATE, listMicrophones } from './mic-capture.js';
 import { PresenterSocket } from './presenter-socket.js';
@@ -303,6 +306,12 @@ function onServerEvent(event) {
     case 'error':
       showError(event.message || 'The server reported an error.');
       break;
+    case 'question':
+      questions.onEvent(event);
+      break;
+    case 'shedding':
+      showShedding(event);
+      break;
     default:
       break; // events this console does not show (translations to other languages, audio)
   }
@@ -437,6 +446,7 @@ async function refreshFacts() {
     return;
   }
   if (typeof facts.listeners === 'number') setListeners(facts.listeners, facts.by_language);
+  if (Array.isArray(facts.speakers)) speakers.render(facts.speakers);
   if (isPrivate && facts.title !== undefined && ui.title.textContent !== facts.title) {
     ui.title.textContent = facts.title;
     document.title = `${facts.title} · presenter · Live interpreter`;
@@ -557,7 +567,32 @@ ui.listenLink.textContent = ui.listenLink.href; // absolute, ready to read out o
 ui.joinOrigin.textContent = window.location.host;
 const displays = new DisplayLinks({ code, presenterToken: token, copy: copyText });
 const push = new PushPanel({ code, presenterToken: token, languageNames });
-window.interpConsole = { displays, push };
+const speakers = new SpeakersPanel({
+  code, token, languageNames, copy: copyText, onError: showError,
+});
+const questions = new QuestionQueue({ code, token, languageNames, onError: showError });
+window.interpConsole = { displays, push, speakers, questions };
+
+/** A speaker's console (a speaker token in the link) shows only what a speaker may do; a
+ * console whose speaker streams on another device says so before Start. */
+async function knowWhoIAm() {
+  if (!token) return;
+  try {
+    const me = await whoAmI(code, token);
+    if (!me.role) {
+      showError("This link is not this session's presenter or speaker link. Ask the organiser for the right one.");
+      return;
+    }
+    document.getElementById('console').dataset.role = me.role;
+    if (me.role === 'presenter') questions.start();
+    if (me.speaker.live) {
+      showError('This session is already live on another device. Stop it there first.');
+    }
+  } catch {
+    // the server is away: Start says so
+  }
+}
+knowWhoIAm();
 
 /** A private session: the share link, the QR code and the display links carry a listener
  * token (in the fragment); transcripts download with the presenter token. */

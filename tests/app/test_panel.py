@@ -67,6 +67,9 @@ async def test_two_speakers_in_two_languages_stream_at_once(server: ServerProces
     ]
     who = httpx.get(f"{url}/whoami", headers=_auth(ana["token"])).json()
     assert who == {"role": "speaker", "speaker": {**who["speaker"], "live": False}}
+    nobody = httpx.get(f"{url}/whoami", headers=_auth("not-a-token"))
+    assert nobody.status_code == 200 and nobody.json() == {"role": None, "speaker": None}
+    assert httpx.get(f"{url}/whoami").status_code == 401
 
     base = server.url.replace("http://", "ws://") + f"/ws/listen/{code}"
     english: list[dict[str, object]] = []
