@@ -21,6 +21,7 @@ import { CaptionView } from './captions.js';
 import { ListenerSocket } from './listener-socket.js';
 import { loadPreference, savePreference } from './preferences.js';
 import { ScreenWakeLock } from './wake-lock.js';
+import { showVoice } from './voice-label.js';
 
 const ANNOUNCE_COALESCE_MS = 300;
 const SKIP_NOTICE_MS = 6000;
@@ -302,6 +303,7 @@ function onAudio(header, pcm) {
   lastAudioAt = Date.now();
   if (typeof header.rate === 'number') audioStats.rate = header.rate;
   player.push(header, pcm);
+  showVoice(document.getElementById('audio-voice'), header.voice);
   if (header.last !== false && Number.isInteger(header.segment)) {
     audioStats.spokenSegments.push(header.segment);
     if (audioStats.spokenSegments.length > 500) audioStats.spokenSegments.shift();
