@@ -12,6 +12,7 @@ import asyncio
 import gc
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from typing import TypeVar
 
@@ -143,6 +144,11 @@ def recognizer_defaults(settings: Settings) -> RecognizerConfig:
     return _overridden(config, settings.recognizer, "INTERP_RECOGNIZER", frozenset({"language"}))
 
 
+def _warmed(done: Future[None]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("warming the voices failed", exc_info=done.exception())
+
+
 def pace_defaults(settings: Settings) -> PaceConfig:
     """The speech stage's rules with ``INTERP_PACE`` overrides, typed and checked."""
     return _overridden(PaceConfig(), settings.pace, "INTERP_PACE")
@@ -244,7 +250,10 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
         fast = workers.pool("tts-fast", threads=1, max_pending=64)
         speech = Speech(voices, tts, fast, pace_defaults(settings))
         if settings.warm_models:
-            await tts.run(voices.warm)
+            # In the background: synthesis runs below everything else, so on a busy machine
+            # warming could hold readiness for minutes; the first listener's voice waits for
+            # it in the pool instead.
+            tts.start(voices.warm).add_done_callback(_warmed)
     backends = services.backends
     session_factory = SessionFactory(
         SessionPorts(backends.store, store_pool, backends.hub, recognition, services.observer),

@@ -22,7 +22,7 @@ import functools
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
@@ -73,6 +73,12 @@ class WorkerPool:
             return await loop.run_in_executor(self._executor, self._timed, call)
         finally:
             self._pending -= 1
+
+    def start(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Queue ``fn`` in this pool without waiting for it: start-up work nobody waits on,
+        such as warming a model (it runs before any call queued after it)."""
+        call = functools.partial(fn, *args, **kwargs)
+        return self._executor.submit(self._timed, call)
 
     def _timed(self, call: Callable[[], T]) -> T:
         started = time.perf_counter()

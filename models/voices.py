@@ -295,7 +295,8 @@ class VoiceBank:
         """Load and warm one voice of each neural backend in the plan (Piper's English,
         Kokoro's shared model), so that no listener waits for a model to load."""
         seen: set[str] = set()
-        for spec in self.plan.values():
+        order = {"piper": 0, "kokoro": 1}  # the quick one first
+        for spec in sorted(self.plan.values(), key=lambda spec: order.get(spec.backend, 2)):
             if spec.kind == "natural" and spec.backend not in seen:
                 seen.add(spec.backend)
                 voice = self._load(spec)

@@ -23,3 +23,14 @@ async def test_a_nice_pool_runs_its_calls_at_lower_priority_and_nothing_else() -
     finally:
         low.shutdown()
         plain.shutdown()
+
+
+async def test_start_queues_a_call_nobody_waits_for_ahead_of_later_calls() -> None:
+    pool = WorkerPool("tts", threads=1)
+    order: list[str] = []
+    try:
+        started = pool.start(order.append, "warm")
+        await pool.run(order.append, "first listener")
+        assert started.done() and order == ["warm", "first listener"]
+    finally:
+        pool.shutdown()
