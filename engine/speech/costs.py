@@ -41,9 +41,9 @@ class SynthesisCosts:
                 sample if old is None else (1 - self._weight) * old + self._weight * sample
             )
 
-    def relax(self, voice: str, factor: float) -> None:
-        """Scale ``voice``'s learnt cost by ``factor`` (< 1): a voice that is not being used
-        measures nothing, so this is how it gets tried again after a busy spell."""
+    def relax(self, voice: str, factor: float, prior: float) -> None:
+        """Scale ``voice``'s cost (``prior`` until it has spoken) by ``factor`` (< 1): a
+        voice that is not being used measures nothing, so this is how it gets tried again
+        after a busy spell."""
         with self._lock:
-            if voice in self._per_char:
-                self._per_char[voice] *= factor
+            self._per_char[voice] = self._per_char.get(voice, prior) * factor

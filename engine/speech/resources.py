@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,11 +31,16 @@ class Speech:
         """A session's speech stage (voices load on first use, in the pool)."""
 
         async def voices(lang: str) -> LanguageVoices | None:
-            voice = await self.pool.run(self.voices.load, lang)
-            if voice is None:
-                return None
             fallback = await self.fallback_pool.run(self.voices.load_fallback, lang)
-            return LanguageVoices(voice, fallback)
+            loading = asyncio.ensure_future(self.pool.run(self.voices.load, lang))
+            if fallback is not None:
+                # A natural voice still loading after the gap a listener accepts: the fast
+                # voice speaks until it is ready.
+                await asyncio.wait({loading}, timeout=self.config.fallback_gap_s)
+                if not loading.done():
+                    return LanguageVoices(fallback, loading=loading)
+            voice = await loading
+            return None if voice is None else LanguageVoices(voice, fallback)
 
         return SessionSpeaker(
             voices,
@@ -44,5 +50,5 @@ class Speech:
             spoken=self.voices.languages(),
             on_first_audio=on_first_audio,
             costs=self.costs,
-            run_fallback=self.fallback_pool.run,
+            run_fast=self.fallback_pool.run,
         )

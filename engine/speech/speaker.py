@@ -31,8 +31,10 @@ machine, several languages sharing the ``tts`` pool), since the cost is measured
 wall-clock time; each sentence the fallback speaks relaxes the voice's learnt cost
 (``fallback_relax``), so the voice is tried again. A natural call that has not answered once
 the listener would wait ``fallback_gap_s`` (a sudden load) is given up on: the fallback speaks
-that piece and the rest of its sentence, the call finishes on its own, and its time so far is
-learnt. Each audio header names the kind of voice that spoke it (``voice``).
+that piece and the rest of its sentence, the call finishes on its own (the fallback speaks
+until it has), and its time is learnt. Until a natural voice has loaded (the low-priority
+pool may take a while on a busy machine), its fast voice speaks every sentence. Each audio
+header names the kind of voice that spoke it (``voice``).
 
 Overflow policy of the text queue: at most ``max_pieces`` pieces wait; beyond that the oldest
 are dropped and counted as skipped. Synthesis runs in the ``tts`` worker pool (the one thread
@@ -158,10 +160,11 @@ class LanguageSpeaker:
         stats: SpeakerStats | None = None,
         on_first_audio: Callable[[str, float], None] | None = None,
         costs: SynthesisCosts | None = None,
-        run_fallback: Run | None = None,
+        run_fast: Run | None = None,
     ) -> None:
         self.lang = lang
-        self._run_fallback = run_fallback or run
+        self._run_fast = run_fast or run
+        """Where fast voices run: a pool of their own, never behind a natural voice."""
         self._abandoned: set[asyncio.Future[bytes | None]] = set()
         """Natural-voice calls given up on, still finishing in their pool."""
         self._on_first_audio = on_first_audio
@@ -274,6 +277,7 @@ class LanguageSpeaker:
             return
         self._voices = voices
         while not self._closed:
+            voices = self._voices  # the natural voice may have finished loading
             if not self._queue:
                 self._idle.set()
                 self._wake.clear()
@@ -311,12 +315,29 @@ class LanguageSpeaker:
         if chosen is not None:
             return chosen
         chosen = voices.voice
+        if voices.loading is not None:
+            return self._while_loading(piece, voices)
         fallback = voices.fallback
-        if fallback is not None and self.gap(voices.voice, piece.text) > self.config.fallback_gap_s:
+        if fallback is not None and (
+            self._abandoned  # the voice's pool is still busy with a call given up on
+            or self.gap(voices.voice, piece.text) > self.config.fallback_gap_s
+        ):
             chosen = fallback
-            self._costs.relax(voices.voice.name, self.config.fallback_relax)
+            self._costs.relax(
+                voices.voice.name, self.config.fallback_relax, self.config.cost_prior_s
+            )
         self._sentence, self._sentence_voice = piece.sentence, chosen
         return chosen
+
+    def _while_loading(self, piece: _Piece, voices: LanguageVoices) -> Synthesizer:
+        """A sentence's voice while the natural voice loads: the fast one, until it is
+        ready (then the natural voice, with the fast one as its fallback, from now on)."""
+        ready = voices.ready()
+        if ready is not voices:
+            self._voices = ready
+            return self._choose_voice(piece, ready)
+        self._sentence, self._sentence_voice = piece.sentence, voices.voice
+        return voices.voice
 
     async def _synthesize(
         self, voice: Synthesizer, piece: _Piece, rate: float
@@ -345,10 +366,10 @@ class LanguageSpeaker:
         return None if pcm is None else (fallback, pcm)
 
     async def _call(self, voice: Synthesizer, text: str, rate: float) -> bytes | None:
-        """One synthesis in the voice's pool (retried while the pool is saturated); its
-        wall-clock cost is learnt. None if the voice failed (said once per failing run)."""
-        fallback = self._voices.fallback if self._voices is not None else None
-        run = self._run_fallback if voice is fallback else self._run
+        """One synthesis in the voice's pool (fast voices have their own, so that they never
+        wait behind a natural one; retried while a pool is saturated); its wall-clock cost
+        is learnt. None if the voice failed (said once per failing run)."""
+        run = self._run_fast if voice.kind == "fast" else self._run
         started = self._clock()
         while True:
             try:
@@ -376,8 +397,9 @@ class LanguageSpeaker:
         if spoken is None:
             return
         voice, pcm = spoken
-        if self._voices is not None and voice is self._voices.fallback:
-            self.stats.fallback_pieces += 1
+        voices = self._voices
+        if voices is not None and (voice is voices.fallback or voices.loading is not None):
+            self.stats.fallback_pieces += 1  # spoken by the fast voice in a natural one's place
         skipped, self._dropped = self._dropped, 0
         self.stats.skipped += skipped
         audio = SpeechAudio(
@@ -421,11 +443,11 @@ class SessionSpeaker:
         spoken: Iterable[str] = (),
         on_first_audio: Callable[[str, float], None] | None = None,
         costs: SynthesisCosts | None = None,
-        run_fallback: Run | None = None,
+        run_fast: Run | None = None,
     ) -> None:
         self._voice = voice
         self._costs = costs if costs is not None else SynthesisCosts()
-        self._run_fallback = run_fallback
+        self._run_fast = run_fast
         self._on_first_audio = on_first_audio
         self._run = run
         self._publish = publish
@@ -455,7 +477,7 @@ class SessionSpeaker:
                 stats=self.stats.setdefault(lang, SpeakerStats()),
                 on_first_audio=self._on_first_audio,
                 costs=self._costs,
-                run_fallback=self._run_fallback,
+                run_fast=self._run_fast,
             )
 
     def on_final(self, caption: Caption) -> None:

@@ -9,6 +9,7 @@ synthesis, instant but robotic). A language whose voice is natural may also have
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -31,10 +32,25 @@ class Synthesizer(Protocol):
 @dataclass(frozen=True, slots=True)
 class LanguageVoices:
     """A language's voice, and the fast voice that speaks a sentence in its place when it
-    falls behind (None: the voice speaks everything)."""
+    falls behind (None: the voice speaks everything). ``loading``: the natural voice, still
+    loading (on a busy machine the low-priority pool may take a while); until it is ready
+    ``voice`` is the fast one, and the speaker takes it up at the next sentence after."""
 
     voice: Synthesizer
     fallback: Synthesizer | None = None
+    loading: asyncio.Future[Synthesizer | None] | None = None
+
+    def ready(self) -> LanguageVoices:
+        """These voices once the natural voice has loaded: itself, with ``voice`` in front
+        of the fast one (``self`` while it is still loading, or if it failed)."""
+        if self.loading is None or not self.loading.done():
+            return self
+        natural = (
+            None if self.loading.cancelled() or self.loading.exception() else self.loading.result()
+        )
+        if natural is None:
+            return LanguageVoices(self.voice, self.fallback)
+        return LanguageVoices(natural, self.voice)
 
 
 VoiceSource = Callable[[str], Awaitable[LanguageVoices | None]]

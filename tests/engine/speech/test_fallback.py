@@ -132,11 +132,34 @@ async def test_a_natural_call_that_stalls_is_given_up_for_the_fallback() -> None
     sink = Sink()
     speaker = _speaker(LanguageVoices(natural, fast), sink, costs, config)
     sentence = LONG_FINAL.split(". ")[0] + "."
-    await _spoken(speaker, _final(0, sentence))
+    await asyncio.sleep(0)
+    speaker.say(_final(0, sentence))
+    await asyncio.wait_for(speaker.drain(), 5)
+    # The call given up on still runs: the next sentence does not queue behind it.
+    speaker.say(_final(1, "Otra frase."))
+    await _spoken(speaker)
     audio = sink.audio
     assert {a.voice for a in audio} == {"fast"} and len(natural.calls) == 1
+    assert audio[-1].text == "Otra frase."
     assert speaker.stats.stalls == 1 and speaker.stats.fallback_pieces == len(audio)
     assert speaker.stats.first_audio[0] < 1.5  # not the natural call's 3 s
-    assert " ".join(a.text for a in audio).split() == sentence.split()
+    assert " ".join(a.text for a in audio[:-1]).split() == sentence.split()
     # What the listener waited is learnt: the next sentences choose by it.
-    assert costs.per_char("kokoro", 0.0) > 0.3 / 48 * 0.3
+    assert costs.per_char("kokoro", 0.0) > 10 * 0.01 / 100  # ten times what it was
+
+
+async def test_the_fast_voice_speaks_until_the_natural_one_has_loaded() -> None:
+    config = _config()
+    natural = FakeVoice(name="kokoro")
+    fast = FakeVoice(name="espeak", kind="fast")
+    loading: asyncio.Future[FakeVoice | None] = asyncio.get_running_loop().create_future()
+    sink = Sink()
+    speaker = _speaker(LanguageVoices(fast, loading=loading), sink, SynthesisCosts(), config)
+    await asyncio.sleep(0)
+    speaker.say(_final(0, "Primera frase."))
+    await asyncio.wait_for(speaker.drain(), 5)
+    loading.set_result(natural)
+    speaker.say(_final(1, "Segunda frase."))
+    await _spoken(speaker)
+    assert [(a.segment, a.voice) for a in sink.audio] == [(0, "fast"), (1, "natural")]
+    assert speaker.stats.fallback_pieces == 1
