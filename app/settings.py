@@ -63,9 +63,11 @@ class Settings:
     """Overrides of engine.speech.speaker.PaceConfig fields (``{"fallback_gap_s": "2"}``)."""
     natural_voices: bool = True
     """Speak the languages Kokoro knows with Kokoro (off: espeak-ng, as before it)."""
-    tts_threads: int = 1
-    """Threads of one Kokoro synthesis. One: the other core is recognition's
-    (docs/metrics.md, "Natural voices")."""
+    tts_threads: int = 2
+    """Threads of one Kokoro synthesis. Two: on one, Kokoro is slower than real time on this
+    project's machine; its threads run at ``tts_nice``, so they use the cores recognition
+    leaves idle and yield them when it needs them (docs/metrics.md, "Natural voices under
+    load")."""
     tts_nice: int = 10
     """How far below the rest of the process the ``tts`` thread runs (its nice value, added;
     0: the same priority as recognition)."""

@@ -62,9 +62,13 @@ STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
 LANGUAGES = {"es": "es", "fr": "fr-fr", "it": "it", "pt": "pt-br", "hi": "hi", "en": "en-us"}
 """Our language code -> the espeak-ng voice that makes Kokoro's phonemes."""
 DEFAULT_STYLES = {lang: "jm_kumo" for lang in LANGUAGES}
-"""The style each language is spoken in by default (docs/metrics.md, "Natural voices")."""
-STYLE_GAIN = {style: 1.0 for style in STYLES} | {"jm_kumo": 0.8}
-"""Fixed gain per style (docs/metrics.md, "Natural voices")."""
+"""The style each language is spoken in by default: the lowest round-trip WER, a style
+within 0.02 of it that says the same sentences in less time preferred (docs/metrics.md,
+"Natural voices")."""
+STYLE_GAIN = {style: 1.0 for style in STYLES} | {"jm_kumo": 0.75}
+"""Fixed gain per style: the largest multiple of 0.05, at most 1, at which the style's
+loudest measured sentence peaks under engine/speech/gain.py's ceiling (docs/metrics.md,
+"Natural voices")."""
 
 _PAUSES = ((re.compile(r"[.!?…]$"), 0.25), (re.compile(r"[,;:—]$"), 0.12))
 _WORD_PAUSE = 0.05

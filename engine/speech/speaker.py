@@ -108,7 +108,7 @@ class PaceConfig:
     cost_prior_s: float = 0.05
     """Seconds of synthesis per character assumed for a voice that has not spoken yet:
     about a slow neural voice's, so that a first piece is never too long."""
-    fallback_gap_s: float = 1.0
+    fallback_gap_s: float = 1.5
     """Speak a sentence with the fallback (fast) voice when the voice would leave the
     listener silent longer than this before the sentence (its expected synthesis time for
     the sentence's first piece minus the audio still waiting to play), and give up on a
