@@ -5,9 +5,9 @@ session, all at once. A presenter's lag is how far the captions it receives trai
 it has sent (docs/metrics.md, "Capacity"). A round passes when every replay completes and
 every presenter's lag stays under the limit (2 s) the whole time. Rounds go N = 1, 2, ...
 up to ``--max`` against one server and stop at the first that fails; the capacity is the
-largest N that passed. With ``--speech LANG`` each session also offers LANG and has one
-listener with audio on in it (Kokoro for es, fr, it, pt), and the report is
-``capacity-speech.*``.
+largest N that passed. With ``--speech LANG`` the first presenter's session also offers LANG
+and has one listener with audio on in it (Kokoro for es, fr, it, pt): one spoken language
+active on the server; the report is ``capacity-speech.*``.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ class CapacitySettings:
     server_pid: int | None = None
     ready_timeout: float = 120.0
     speech: str | None = None
-    """A language each session offers, with one listener hearing it (audio on)."""
+    """A language the first presenter's session offers, with one listener hearing it."""
 
     @property
     def name(self) -> str:
@@ -229,7 +229,10 @@ async def run_round(
     async with RssSampler(server.pid) as rss:
         before = cpu_snapshot(server.pid, [])
         presenters = await asyncio.gather(
-            *(_present(server.base_url, r, speech) for r in recordings)
+            *(
+                _present(server.base_url, r, speech if k == 0 else None)
+                for k, r in enumerate(recordings)
+            )
         )
         cpu = cpu_use(before, cpu_snapshot(server.pid, []))
     return CapacityRound(
@@ -342,8 +345,8 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         f"fails; {tried} run)",
         *(
             [
-                f"- Each session offers `{report['speech']}` and has one listener hearing it "
-                "(audio on); per presenter, audio chunks by voice below"
+                f"- The first presenter's session offers `{report['speech']}` and has one "
+                "listener hearing it (audio on); its audio chunks by voice below"
             ]
             if report.get("speech")
             else []
@@ -464,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--speech",
         metavar="LANG",
-        help="each session also offers LANG, with one listener hearing it (audio on)",
+        help="the first presenter's session also offers LANG, with one listener hearing it",
     )
     parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
     parser.add_argument("--out", type=Path, default=RESULTS)
