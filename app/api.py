@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -92,7 +93,16 @@ def session_facts(session: Session, services: Services) -> dict[str, Any]:
         "by_language": dict(services.hub.listeners_by_language(record.code)),
         "listen_url": f"/s/{record.code}",
         "private": record.private,
+        "voices": _voices(record.target_languages, services),
     }
+
+
+def _voices(targets: Sequence[str], services: Services) -> dict[str, str]:
+    """The kind of voice (``natural`` or ``fast``) each spoken target language has."""
+    engine = services.loading.engine
+    if engine is None:
+        return {}
+    return {lang: engine.voices[lang] for lang in targets if lang in engine.voices}
 
 
 async def create_session(request: Request) -> Response:

@@ -19,7 +19,8 @@ class SessionFilter(logging.Filter):
 
 
 def _prepare(settings: Settings) -> None:
-    """Resolve and checksum every configured model (joins Whisper base's parts once)."""
+    """Resolve and checksum every configured model (joins Whisper base's and Kokoro's parts
+    once)."""
     from models.catalog import BUNDLED, resolve_whisper, silero_vad_path
 
     print(f"vad: {silero_vad_path()}")
@@ -28,12 +29,18 @@ def _prepare(settings: Settings) -> None:
             resolved = resolve_whisper(spec, settings.cache_dir)
             print(f"asr {language}: {resolved.label} at {resolved.model}")
     if settings.speech:
+        from models.kokoro import kokoro_files
         from models.voices import verify_voice, voice_plan
 
-        for language, spec in sorted(voice_plan(settings.voices).items()):
+        plan = voice_plan(settings.voices, natural=settings.natural_voices)
+        for language, spec in sorted(plan.items()):
             if spec.backend == "piper":
                 verify_voice(spec)
                 print(f"voice {language}: {spec.name} at {spec.model}")
+        kokoro = sorted(lang for lang, spec in plan.items() if spec.backend == "kokoro")
+        if kokoro:
+            files = kokoro_files(settings.cache_dir)
+            print(f"voice {', '.join(kokoro)}: Kokoro at {files.model}")
 
 
 def main(argv: list[str] | None = None) -> int:

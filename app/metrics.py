@@ -156,22 +156,30 @@ def _speech_metrics(held: list[Session]) -> Iterator[Metric]:
         "Pieces of speech skipped to keep pace with the speaker",
         labels=["lang"],
     )
+    fallback = CounterMetricFamily(
+        "interp_speech_fallback_pieces",
+        "Pieces spoken by the fast fallback voice because the natural voice fell behind",
+        labels=["lang"],
+    )
     totals: dict[str, list[float]] = {}
     for session in held:
         if session.speaker is None:
             continue
         for lang, stats in session.speaker.stats.items():
-            row = totals.setdefault(lang, [0.0, 0.0, 0.0])
+            row = totals.setdefault(lang, [0.0, 0.0, 0.0, 0.0])
             row[0] += stats.pieces
             row[1] += stats.audio_seconds
             row[2] += stats.skipped
-    for lang, (n, audio, skips) in sorted(totals.items()):
+            row[3] += stats.fallback_pieces
+    for lang, (n, audio, skips, fell_back) in sorted(totals.items()):
         pieces.add_metric([lang], n)
         seconds.add_metric([lang], audio)
         skipped.add_metric([lang], skips)
+        fallback.add_metric([lang], fell_back)
     yield pieces
     yield seconds
     yield skipped
+    yield fallback
 
 
 async def metrics_endpoint(request: Request) -> Response:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
+from typing import TypeVar
 
 from app.nodes import Backends
 from app.push_http import HttpPoster
@@ -30,14 +32,16 @@ from engine.recognition.resources import Recognition
 from engine.registry import SessionRegistry
 from engine.session import SessionPorts
 from engine.speech.resources import Speech
+from engine.speech.speaker import PaceConfig
+from engine.speech.voice import VoiceKind
 from engine.telemetry import Observer
 from engine.translation.resources import Translation
 from engine.translation.routes import RouteTable
 from engine.workers import Workers
-from models.catalog import resolve_whisper, silero_vad_path
+from models.catalog import default_cache_dir, resolve_whisper, silero_vad_path
 from models.silero import SileroModel
 from models.translators import Translators, installed_routes
-from models.voices import VoiceBank, voice_plan
+from models.voices import VoiceBank, espeak_fallbacks, voice_plan
 from models.whisper import FasterWhisperTranscriber
 
 log = logging.getLogger(__name__)
@@ -78,13 +82,18 @@ class Engine:
 
     recognition: Recognition
     routes: RouteTable
-    spoken: frozenset[str]
-    """Languages a voice speaks."""
+    voices: Mapping[str, VoiceKind]
+    """The kind of voice each spoken language has (``natural`` or ``fast``)."""
     registry: SessionRegistry
     presenting: Presenting
     editing: Editing
     access: ListenerAccess
     """Private sessions: passcodes and listener tokens."""
+
+    @property
+    def spoken(self) -> frozenset[str]:
+        """Languages a voice speaks."""
+        return frozenset(self.voices)
 
 
 @dataclass(slots=True)
@@ -143,11 +152,31 @@ class Services:
 def recognizer_defaults(settings: Settings) -> RecognizerConfig:
     """The recogniser's settings with ``INTERP_RECOGNIZER`` overrides, typed and checked."""
     config = replace(RecognizerConfig(), refine=settings.refine)
-    known = {f.name: f for f in fields(RecognizerConfig)}
+    return _overridden(config, settings.recognizer, "INTERP_RECOGNIZER", frozenset({"language"}))
+
+
+def _warmed(done: Future[None]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("warming the voices failed", exc_info=done.exception())
+
+
+def pace_defaults(settings: Settings) -> PaceConfig:
+    """The speech stage's rules with ``INTERP_PACE`` overrides, typed and checked."""
+    return _overridden(PaceConfig(), settings.pace, "INTERP_PACE")
+
+
+Config = TypeVar("Config", RecognizerConfig, PaceConfig)
+
+
+def _overridden(
+    config: Config, overrides: Mapping[str, str], variable: str, fixed: frozenset[str] = frozenset()
+) -> Config:
+    """``config`` with the fields named in ``overrides`` replaced, each parsed as its type."""
+    known = {f.name for f in fields(config)}
     changes: dict[str, object] = {}
-    for name, text in settings.recognizer.items():
-        if name not in known or name == "language":
-            raise ValueError(f"INTERP_RECOGNIZER: unknown field {name!r}")
+    for name, text in overrides.items():
+        if name not in known or name in fixed:
+            raise ValueError(f"{variable}: unknown field {name!r}")
         current = getattr(config, name)
         if isinstance(current, bool):
             changes[name] = text.lower() in ("1", "true", "yes")
@@ -158,7 +187,15 @@ def recognizer_defaults(settings: Settings) -> RecognizerConfig:
 
 def build_services(settings: Settings, backends: Backends, observer: Observer) -> Services:
     """Everything that exists before the models load."""
-    voices = VoiceBank(voice_plan(settings.voices)) if settings.speech else None
+    voices: VoiceBank | None = None
+    if settings.speech:
+        plan = voice_plan(settings.voices, natural=settings.natural_voices)
+        voices = VoiceBank(
+            plan,
+            espeak_fallbacks(plan),
+            cache_dir=settings.cache_dir or default_cache_dir(),
+            threads=settings.tts_threads,
+        )
     workers = Workers(on_call=observer.model_call)
     return Services(
         settings=settings,
@@ -222,12 +259,14 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     speech: Speech | None = None
     voices = services.voices
     if voices is not None and voices.plan:
-        tts = workers.pool("tts", threads=1, max_pending=64)
-        speech = Speech(voices, tts)
-        if settings.warm_models and "en" in voices.plan:
-            english = await tts.run(voices.load, "en")
-            if english is not None:
-                await tts.run(english.warm)
+        tts = workers.pool("tts", threads=1, max_pending=64, nice=settings.tts_nice)
+        fast = workers.pool("tts-fast", threads=1, max_pending=64)
+        speech = Speech(voices, tts, fast, pace_defaults(settings))
+        if settings.warm_models:
+            # In the background: synthesis runs below everything else, so on a busy machine
+            # warming could hold readiness for minutes; the first listener's voice waits for
+            # it in the pool instead.
+            tts.start(voices.warm).add_done_callback(_warmed)
     backends = services.backends
     session_factory = SessionFactory(
         SessionPorts(backends.store, store_pool, backends.hub, recognition, services.observer),
@@ -255,8 +294,8 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     gc.collect()
     gc.freeze()
     log.info("models ready: %s", {k: m.transcriber.name for k, m in loaded.items()})
-    spoken = voices.languages() if speech is not None and voices is not None else frozenset()
+    kinds = voices.kinds() if speech is not None and voices is not None else {}
     editing = Editing(backends.store, store_pool, backends.hub)
     passcodes = workers.pool("passcode", threads=1, max_pending=32)
     access = ListenerAccess(backends.store, store_pool, passcodes)
-    return Engine(recognition, routes, spoken, registry, presenting, editing, access)
+    return Engine(recognition, routes, kinds, registry, presenting, editing, access)

@@ -57,7 +57,20 @@ class Settings:
     speech: bool = True
     """Speak final captions to listeners who turn audio on."""
     voices: Mapping[str, str] = field(default_factory=dict)
-    """Voices by language besides the defaults: a Piper ``.onnx`` path or ``espeak:NAME``."""
+    """Voices by language besides the defaults: a Piper ``.onnx`` path, ``kokoro:STYLE``
+    (or ``kokoro``) or ``espeak:NAME`` (models/voices.py)."""
+    pace: Mapping[str, str] = field(default_factory=dict)
+    """Overrides of engine.speech.speaker.PaceConfig fields (``{"fallback_gap_s": "2"}``)."""
+    natural_voices: bool = True
+    """Speak the languages Kokoro knows with Kokoro (off: espeak-ng, as before it)."""
+    tts_threads: int = 2
+    """Threads of one Kokoro synthesis. Two: on one, Kokoro is slower than real time on this
+    project's machine; its threads run at ``tts_nice``, so they use the cores recognition
+    leaves idle and yield them when it needs them (docs/metrics.md, "Natural voices under
+    load")."""
+    tts_nice: int = 10
+    """How far below the rest of the process the ``tts`` thread runs (its nice value, added;
+    0: the same priority as recognition)."""
     limits: StreamLimits = field(default_factory=StreamLimits)
     max_sessions: int = 200
     max_live_streams: int = 4
@@ -135,6 +148,10 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_RECOGNIZER": ("recognizer", _parse_map),
     "INTERP_SPEECH": ("speech", _flag),
     "INTERP_VOICES": ("voices", _parse_map),
+    "INTERP_NATURAL_VOICES": ("natural_voices", _flag),
+    "INTERP_PACE": ("pace", _parse_map),
+    "INTERP_TTS_THREADS": ("tts_threads", int),
+    "INTERP_TTS_NICE": ("tts_nice", int),
     "INTERP_ALLOWED_ORIGINS": ("allowed_origins", _origins),
     "REDIS_URL": ("redis_url", str),
     "INTERP_MAX_LIVE_STREAMS": ("max_live_streams", int),

@@ -58,6 +58,12 @@ COMMANDS: dict[str, Command] = {
     "speech": Command(
         "bench.speech", "spoken translation: voice speed, first audio, lag behind the speaker"
     ),
+    "voices": Command(
+        "bench.voices", "round-trip WER of every voice and Kokoro style against human speech"
+    ),
+    "voice-load": Command(
+        "bench.voice_load", "caption latency with a Kokoro listener on against none"
+    ),
     "talk": Command("bench.talk", "traveller mode: turn latency, language detection"),
     "screen": Command(
         "bench.screen",

@@ -5,7 +5,9 @@ session, all at once. A presenter's lag is how far the captions it receives trai
 it has sent (docs/metrics.md, "Capacity"). A round passes when every replay completes and
 every presenter's lag stays under the limit (2 s) the whole time. Rounds go N = 1, 2, ...
 up to ``--max`` against one server and stop at the first that fails; the capacity is the
-largest N that passed.
+largest N that passed. With ``--speech LANG`` the first presenter's session also offers LANG
+and has one listener with audio on in it (Kokoro for es, fr, it, pt): one spoken language
+active on the server; the report is ``capacity-speech.*``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +35,11 @@ from bench.format import (
 from bench.metrics import Distribution, SendSchedule, distribution
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
-from bench.replay import Replay, ReplayError, replay, trimmed
+from bench.replay import Replay, ReplayError, present, replay, trimmed
 from bench.resources import CpuUse, RssSampler, cpu_snapshot, cpu_use, machine_info
 from bench.server import ServerHandle, server_arguments, server_under_test
+from bench.speech import ListenerLog, record_listener
+from bench.translation_replay import create_translated_session
 
 DEFAULT_MAX = 4
 """The server's default ``max_live_streams`` (app/settings.py)."""
@@ -104,6 +108,9 @@ class PresenterLag:
     server_lag_max_s: float | None = None
     error: str | None = None
     """Why the replay did not complete (the round then fails)."""
+    natural_chunks: int = 0
+    fast_chunks: int = 0
+    """Audio chunks its speech listener received, by kind of voice (``--speech``)."""
 
     @property
     def lag(self) -> Distribution:
@@ -173,22 +180,60 @@ class CapacitySettings:
     url: str | None = None
     server_pid: int | None = None
     ready_timeout: float = 120.0
+    speech: str | None = None
+    """A language the first presenter's session offers, with one listener hearing it."""
+
+    @property
+    def name(self) -> str:
+        return "capacity" if self.speech is None else "capacity-speech"
 
 
-async def _present(base_url: str, recording: Recording) -> PresenterLag:
+async def _present(base_url: str, recording: Recording, speech: str | None) -> PresenterLag:
+    if speech is None:
+        try:
+            recorded = await replay(base_url, recording, "realtime")
+        except ReplayError as error:
+            return PresenterLag(recording.id, recording.duration, error=str(error))
+        return measure_presenter(recording, recorded)
+    return await _present_with_listener(base_url, recording, speech)
+
+
+async def _present_with_listener(base_url: str, recording: Recording, lang: str) -> PresenterLag:
+    """A session offering ``lang``, one listener hearing it, the recording in real time."""
+    log = ListenerLog(lang)
+    stop = asyncio.Event()
     try:
-        recorded = await replay(base_url, recording, "realtime")
+        session = await create_translated_session(base_url, f"bench {recording.id}", "en", [lang])
+        url = base_url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
+        listener = asyncio.create_task(record_listener(f"{url}?lang={lang}&audio=1", log, stop))
+        try:
+            recorded = await present(base_url, session, recording, mode="realtime")
+        finally:
+            stop.set()
+            await listener
     except ReplayError as error:
         return PresenterLag(recording.id, recording.duration, error=str(error))
-    return measure_presenter(recording, recorded)
+    kinds = [str(h.get("voice", "")) for _, h, _ in log.chunks]
+    return replace(
+        measure_presenter(recording, recorded),
+        natural_chunks=kinds.count("natural"),
+        fast_chunks=kinds.count("fast"),
+    )
 
 
-async def run_round(recordings: Sequence[Recording], server: ServerHandle) -> CapacityRound:
+async def run_round(
+    recordings: Sequence[Recording], server: ServerHandle, speech: str | None = None
+) -> CapacityRound:
     """Replay every recording at once, each to its own session, in real time."""
     load_before = os.getloadavg()
     async with RssSampler(server.pid) as rss:
         before = cpu_snapshot(server.pid, [])
-        presenters = await asyncio.gather(*(_present(server.base_url, r) for r in recordings))
+        presenters = await asyncio.gather(
+            *(
+                _present(server.base_url, r, speech if k == 0 else None)
+                for k, r in enumerate(recordings)
+            )
+        )
         cpu = cpu_use(before, cpu_snapshot(server.pid, []))
     return CapacityRound(
         presenters=tuple(presenters),
@@ -209,12 +254,12 @@ async def run_capacity(settings: CapacitySettings) -> list[CapacityRound]:
     """Rounds 1..max against one server, stopping after the first that fails."""
     recordings = [trimmed(load_recording(w), settings.seconds) for w in settings.wavs]
     rounds: list[CapacityRound] = []
-    log_path = settings.out / "server-capacity.log"
+    log_path = settings.out / f"server-{settings.name}.log"
     async with server_under_test(
         settings.url, settings.server_pid, log_path, settings.ready_timeout
     ) as server:
         for count in range(1, settings.max_presenters + 1):
-            run = await run_round(presenter_recordings(recordings, count), server)
+            run = await run_round(presenter_recordings(recordings, count), server, settings.speech)
             rounds.append(run)
             if not run.passed(settings.lag_limit_s):
                 break
@@ -234,6 +279,8 @@ def presenter_json(presenter: PresenterLag, limit_s: float) -> dict[str, Any]:
         "server_lag_max_s": presenter.server_lag_max_s,
         "passed": presenter.passed(limit_s),
         "error": presenter.error,
+        "natural_chunks": presenter.natural_chunks,
+        "fast_chunks": presenter.fast_chunks,
         "series": [
             [round(s.at, 3), round(s.sent, 3), round(s.covered, 3)] for s in presenter.samples
         ],
@@ -273,6 +320,7 @@ def report_json(
         "machine": machine_info(),
         "server": {"url": settings.url, "started_by_bench": settings.url is None},
         "recordings": [w.stem for w in settings.wavs],
+        "speech": settings.speech,
         "trimmed_to_s": settings.seconds,
         "lag_limit_s": settings.lag_limit_s,
         "max_presenters": settings.max_presenters,
@@ -295,6 +343,14 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         f"- **Capacity: {report['capacity']} presenter(s)** whose caption lag stays under "
         f"{limit} s (tried up to {report['max_presenters']}; rounds stop at the first that "
         f"fails; {tried} run)",
+        *(
+            [
+                f"- The first presenter's session offers `{report['speech']}` and has one "
+                "listener hearing it (audio on); its audio chunks by voice below"
+            ]
+            if report.get("speech")
+            else []
+        ),
         "",
         "| presenters | lag p50 / p95 / max s | end lag max s | server CPU cores "
         "| server RSS peak MiB | other load cores | load average before | passed |",
@@ -315,8 +371,9 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         "",
         "## Per presenter",
         "",
-        "| presenters | recording | audio s | lag p50 / p95 / max s | end lag s | passed |",
-        "|---|---|---|---|---|---|",
+        "| presenters | recording | audio s | lag p50 / p95 / max s | end lag s "
+        "| speech chunks natural / fast | passed |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in report["rounds"]:
         for p in r["per_presenter"]:
@@ -325,7 +382,8 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
             lines.append(
                 f"| {r['presenters']} | {p['recording']} | {fixed(p['audio_s'], 1)} "
                 f"| {fixed(lag['p50'])} / {fixed(lag['p95'])} / {fixed(lag['max'])} "
-                f"| {fixed(p['end_lag_s'])} | {verdict} |"
+                f"| {fixed(p['end_lag_s'])} "
+                f"| {p.get('natural_chunks', 0)} / {p.get('fast_chunks', 0)} | {verdict} |"
             )
     lines += [
         "",
@@ -371,9 +429,9 @@ def write_report(
     """Write ``capacity.json``, ``capacity.md`` and ``capacity.png`` into ``settings.out``."""
     settings.out.mkdir(parents=True, exist_ok=True)
     report = report_json(rounds, settings, command)
-    plot = plot_lag(rounds, settings.lag_limit_s, settings.out / "capacity.png")
+    plot = plot_lag(rounds, settings.lag_limit_s, settings.out / f"{settings.name}.png")
     markdown = report_markdown(report, plot)
-    json_path, md_path = write_report_files(settings.out, "capacity", report, markdown)
+    json_path, md_path = write_report_files(settings.out, settings.name, report, markdown)
     return [json_path, md_path, plot], markdown
 
 
@@ -406,6 +464,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=LAG_LIMIT_S,
         help="a round passes when every presenter's lag stays under this (default: %(default)s)",
     )
+    parser.add_argument(
+        "--speech",
+        metavar="LANG",
+        help="the first presenter's session also offers LANG, with one listener hearing it",
+    )
     parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
     parser.add_argument("--out", type=Path, default=RESULTS)
     return parser
@@ -427,6 +490,7 @@ def main(argv: Sequence[str]) -> int:
         url=args.url,
         server_pid=args.server_pid,
         ready_timeout=args.ready_timeout,
+        speech=args.speech,
     )
     rounds = asyncio.run(run_capacity(settings))
     paths, markdown = write_report(

@@ -214,6 +214,7 @@ def speech_section(report: Report | None) -> Section:
         for r in run.get("listeners", []):
             where = f"{run.get('source')}->{r.get('lang')}"
             goal = goals.get(f"first audio p50, idle voice ({where})", {})
+            kokoro = goals.get(f"first audio p50, idle voice ({where}, Kokoro)", {})
             rows.append(
                 Row(
                     f"first audio after the final caption, idle voice ({where}, "
@@ -223,6 +224,17 @@ def speech_section(report: Report | None) -> Section:
                     goal.get("met"),
                 )
             )
+            if kokoro:
+                rows.append(
+                    Row(
+                        f"first audio after the final caption, idle voice, spoken by Kokoro "
+                        f"({where}; chunks natural / fast: {r.get('natural_chunks')} / "
+                        f"{r.get('fast_chunks')})",
+                        seconds(r.get("first_audio_idle_natural_s")),
+                        f"p50 {kokoro['goal']} s",
+                        kokoro.get("met"),
+                    )
+                )
             rows.append(
                 Row(
                     f"first audio after the final caption, all segments ({where})",
@@ -377,8 +389,16 @@ def fanout_nodes_section(report: Report | None) -> Section:
     )
 
 
-def capacity_section(report: Report | None) -> Section:
-    section = Section("Capacity", "capacity.json", "python -m bench capacity")
+def capacity_section(report: Report | None, speech: str | None = None) -> Section:
+    section = (
+        Section("Capacity", "capacity.json", "python -m bench capacity")
+        if speech is None
+        else Section(
+            f"Capacity with a Kokoro listener per session ({speech})",
+            "capacity-speech.json",
+            f"python -m bench capacity --speech {speech}",
+        )
+    )
     if report is None:
         return section
     limit = report.get("lag_limit_s")
@@ -533,11 +553,22 @@ SECTIONS: tuple[tuple[str, SectionMaker], ...] = (
     ("captions-realtime.json", captions_section),
     ("translation.json", translation_section),
     ("speech.json", speech_section),
+    (
+        "voices.json",
+        lambda r: generic_section("Natural voices", "voices.json", "python -m bench voices", r),
+    ),
+    (
+        "voice-load.json",
+        lambda r: generic_section(
+            "Captions while Kokoro speaks", "voice-load.json", "python -m bench voice-load", r
+        ),
+    ),
     ("talk.json", lambda r: talk_section(r, detect=False)),
     ("talk-detect.json", lambda r: talk_section(r, detect=True)),
     ("fanout.json", fanout_section),
     ("fanout-nodes.json", fanout_nodes_section),
     ("capacity.json", capacity_section),
+    ("capacity-speech.json", lambda r: capacity_section(r, speech="es")),
     ("webrtc.json", webrtc_section),
     ("peer.json", peer_section),
     ("load.json", lambda r: generic_section("Load", "load.json", "python -m bench load", r)),

@@ -390,8 +390,10 @@ def test_listener_turns_on_audio_and_plays_what_arrives(
 
         # Three chunks of one segment (24 kHz, 1.2 s), the first after two skipped sentences.
         ws = routes[0]
+        expect(page.locator("#audio-voice")).to_be_hidden()
         for i in range(3):
-            ws.send(audio_header(7, "es", 24000, last=i == 2, skipped=2 if i == 0 else 0))
+            skipped = 2 if i == 0 else 0
+            ws.send(audio_header(7, "es", 24000, last=i == 2, skipped=skipped, voice="natural"))
             ws.send(sine_pcm(0.4, 24000))
         # A binary message without a header before it is not audio: ignored.
         ws.send(sine_pcm(0.1, 24000))
@@ -403,6 +405,7 @@ def test_listener_turns_on_audio_and_plays_what_arrives(
         expect(notice).to_have_attribute("role", "status")
         page.wait_for_function("() => window.interpAudio.playing")
         expect(page.locator("#audio-status")).to_contain_text("Speaking")
+        expect(page.locator("#audio-voice")).to_have_text("Natural voice")
         page.screenshot(path=str(artifacts_dir / "listener-audio.png"))
         page.wait_for_function("() => window.interpAudio.playedSeconds > 1.15", timeout=10_000)
         stats = audio_stats(page)
@@ -489,7 +492,8 @@ def settle(page: Page, quiet_s: float = 6.0, limit_s: float = 90.0) -> dict[str,
 def test_real_speech_reaches_the_listener_who_asked(
     listener_browser: Browser, live_server: str, artifacts_dir: Path
 ) -> None:
-    # Spanish (Apertium) spoken by espeak-ng: only translations are spoken.
+    # Spanish (Apertium) spoken by Kokoro (or espeak-ng standing in for a sentence when
+    # Kokoro falls behind): only translations are spoken.
     session = create_session(live_server, title="Sonnet, spoken", target_languages=["es"])
     code = session["code"]
     hearing_log, reading_log = ConsoleLog(), ConsoleLog()
@@ -540,6 +544,7 @@ def test_real_speech_reaches_the_listener_who_asked(
         assert heard["playedSeconds"] == pytest.approx(
             heard["receivedSeconds"] - heard["droppedSeconds"], abs=0.25
         ), heard
+        expect(hearing.locator("#audio-voice")).to_have_text(re.compile("^(Natural|Fast) voice$"))
         read = audio_stats(reading)
         assert read["receivedChunks"] == 0 and read["playedSeconds"] == 0, read
         assert read["context"] == "none"

@@ -144,8 +144,10 @@ class SpeechAudio:
     holding ``pcm`` (``encoding`` at ``sample_rate``, mono). A segment's speech comes as one
     or more chunks in order; ``last`` marks its final chunk. ``skipped`` counts the sentences
     dropped just before this one because the voice fell too far behind the speaker, and
-    ``rate`` is the speaking speed used (1.0 normal, higher is faster). Audio is live only:
-    it is not kept in the session log and never backfilled.
+    ``rate`` is the speaking speed used (1.0 normal, higher is faster). ``voice`` is the kind
+    of voice that spoke it: ``natural`` (Piper, Kokoro) or ``fast`` (espeak-ng, also when it
+    stands in for a natural voice that fell behind). Audio is live only: it is not kept in
+    the session log and never backfilled.
     """
 
     segment: int
@@ -156,6 +158,7 @@ class SpeechAudio:
     last: bool = True
     skipped: int = 0
     rate: float = 1.0
+    voice: str = ""
     encoding: Literal["pcm_s16le"] = "pcm_s16le"
     seq: int = 0
     ts: float = 0.0

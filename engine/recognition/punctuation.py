@@ -5,8 +5,8 @@ ends with a full stop, and the next one starts with a capital ("Further. More of
 profile"). Two rules undo that where the speaker only paused:
 
 - A segment's final keeps its trailing sentence punctuation only if it ends a sentence: its
-  last word is not a word that cannot end one (an article, a preposition, a conjunction, an
-  auxiliary: ``CONTINUATIONS``), and the pause after it agrees: the recogniser holds such a
+  last word is not a word that cannot end one (an article, a preposition, a conjunction, a
+  subject pronoun: ``CONTINUATIONS``), and the pause after it agrees: the recogniser holds such a
   final until the pause has lasted ``sentence_pause_s`` (the sentence ended) or the speaker
   goes on (it did not). Otherwise the mark is dropped (a question mark too).
 - A final that continues a sentence begins in lower case, unless its first word needs a
@@ -26,45 +26,40 @@ from engine.recognition.policy import SENTENCE_END
 
 CONTINUATIONS: dict[str, frozenset[str]] = {
     "en": frozenset(
-        """a an the and or but nor so yet because although though if unless whether that
-        which who whom whose where when while as than of in on at to for from by with about
-        into onto over under between through during without within across against among
-        our my your their his her its this these those we i you they he she it is are was
-        were be been being am have has had do does did will would shall should can could may
-        might must not no very more most less such also just only even really quite some
-        any every each all both either neither other another what how why there here whose
-        like per via including""".split()
+        """a an the and or but nor because although if unless whether which whom whose
+        where while than of at to for from by with into onto between during across among
+        our my your their its we i they he she very per via""".split()
     ),
     "es": frozenset(
         """el la los las un una unos unas y o pero ni que de del a al en con por para sin
         sobre entre hasta desde hacia según como cuando donde si porque aunque mientras mi
-        mis tu tus su sus nuestro nuestra nuestros nuestras este esta estos estas ese esa es
-        son era eran fue ha han he hemos muy más menos""".split()
+        mis tu tus su sus nuestro nuestra nuestros nuestras muy""".split()
     ),
     "fr": frozenset(
         """le la les l un une des du de d et ou mais ni que qu à au aux en dans avec pour par
         sans sur sous entre vers chez comme quand si parce lorsque mon ma mes ton ta tes son
-        sa ses notre nos votre vos leur leurs ce cet cette ces est sont était ont a très plus
-        moins""".split()
+        sa ses notre nos votre vos leur leurs ce cet cette ces très""".split()
     ),
     "de": frozenset(
         """der die das den dem des ein eine einen einem einer und oder aber denn dass weil
         wenn als ob von zu zur zum in im an am auf aus bei mit nach über unter vor für durch
-        gegen ohne um mein meine dein deine sein seine ihr ihre unser unsere ist sind war
-        waren hat haben wird werden sehr mehr""".split()
+        gegen ohne um mein meine dein deine seine unser unsere sehr""".split()
     ),
     "pt": frozenset(
         """o a os as um uma uns umas e ou mas nem que de do da dos das em no na nos nas com
         por para pelo pela sem sobre entre até como quando onde se porque embora meu minha
-        seu sua nosso nossa este esta esse essa é são era foi tem muito mais menos""".split()
+        seu sua nosso nossa muito""".split()
     ),
     "it": frozenset(
         """il lo la i gli le un uno una e o ma né che di del della dei delle a al alla da
         dal in nel nella con per su tra fra come quando dove se perché mio mia suo sua
-        nostro nostra questo questa è sono era ha hanno molto più meno""".split()
+        nostro nostra molto""".split()
     ),
 }
-"""Words after which, in these languages, a sentence cannot end."""
+"""Words after which, in these languages, a sentence (almost) never ends: articles,
+prepositions, conjunctions, determiners, subject pronouns. Words that often end one ("here",
+"it", "you", "that", "is", "can", "more", a German verb) are not here: for them the pause
+alone decides (docs/metrics.md, "Sentence breaks")."""
 
 _TRAILING_END = re.compile(r"\s*[" + re.escape("".join(SENTENCE_END)) + r"]+[\"'”’»)\]]*\s*$")
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)

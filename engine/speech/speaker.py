@@ -4,20 +4,37 @@ Speech is made once per language that at least one listener hears with audio on 
 ``wanted_speech``), never once per listener, and only for finals: a draft is never spoken.
 The session hands over translations only (the source language is heard from the speaker).
 Per language a :class:`LanguageSpeaker` speaks its finals in order, piece by piece: a final is
-split into sentences and long sentences at clauses (:func:`speech_pieces`), and each piece is
-synthesised and published on its own, so the first audio leaves before the rest of the
-sentence is synthesised.
+split into sentences, long sentences at clauses, and the first sentence begins with a short
+lead followed by growing pieces (engine/speech/pieces.py). Each piece is synthesised and
+published on its own, so the first audio leaves before the rest of the sentence is
+synthesised. How long the lead is follows the voice's learnt cost (engine/speech/costs.py):
+a final's first piece should take about ``first_audio_s`` to synthesise.
 
 Keeping pace with the speaker (:class:`PaceConfig`): the speaker models the listener's
 playback clock (audio plays in real time from when it is sent) and synthesises the next piece
-only when less than ``lead_s`` of audio is still waiting to play, so the text not yet spoken
-stays here where it can be sped up or skipped, not in the listener's buffer. Before each piece
-it estimates how far behind the live speaker the voice is (audio still to play + text still
+only when less than ``lead_s`` plus the piece's expected synthesis time is still waiting to
+play, so the text not yet spoken stays here where it can be sped up or skipped, not in the
+listener's buffer, and a slow voice still starts each piece in time. Before each piece it
+estimates how far behind the live speaker the voice is (audio still to play + text still
 queued, at the voice's normal speed):
 
 - over ``speedup_from_s`` it speaks faster, rising linearly to ``max_rate`` at ``bound_s``;
 - over ``bound_s`` it skips to the newest sentence: the older queued pieces are dropped and
   the next audio header says how many (``skipped``) so the listener can be told.
+
+Falling back (per sentence): a language whose voice is natural may have a fast fallback
+(espeak-ng, in a pool of its own). At each sentence's first piece the speaker computes the
+*gap*: the voice's expected synthesis time for that piece minus the audio still waiting to
+play, the silence a listener would hear before the sentence. Over ``fallback_gap_s`` the whole
+sentence is spoken by the fallback instead. The gap grows when synthesis slows (a busy
+machine, several languages sharing the ``tts`` pool), since the cost is measured in
+wall-clock time; each sentence the fallback speaks relaxes the voice's learnt cost
+(``fallback_relax``), so the voice is tried again. A natural call that has not answered once
+the listener would wait ``fallback_gap_s`` (a sudden load) is given up on: the fallback speaks
+that piece and the rest of its sentence, the call finishes on its own (the fallback speaks
+until it has), and its time is learnt. Until a natural voice has loaded (the low-priority
+pool may take a while on a busy machine), its fast voice speaks every sentence. Each audio
+header names the kind of voice that spoke it (``voice``).
 
 A corrected final (``rev`` > 0, a person's correction re-made into this language) replaces
 the queued pieces of its segment when none of them has been spoken yet, so the line is
@@ -25,7 +42,8 @@ spoken corrected; once any piece of it was synthesised it is not spoken again.
 
 Overflow policy of the text queue: at most ``max_pieces`` pieces wait; beyond that the oldest
 are dropped and counted as skipped. Synthesis runs in the ``tts`` worker pool (the one thread
-crossing, engine/workers.py); a saturated pool is retried after a short wait.
+crossing, engine/workers.py; one thread, below recognition in priority); a saturated pool is
+retried after a short wait.
 """
 
 from __future__ import annotations
@@ -33,47 +51,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from engine.events import Caption, ErrorEvent, Event, SpeechAudio
+from engine.speech.costs import SynthesisCosts
+from engine.speech.pieces import speech_pieces
+from engine.speech.voice import LanguageVoices, Synthesizer, VoiceProvider, VoiceSource
 from engine.workers import Saturated
+
+__all__ = [
+    "LanguageSpeaker",
+    "LanguageVoices",
+    "PaceConfig",
+    "SessionSpeaker",
+    "SpeakerStats",
+    "Synthesizer",
+    "VoiceProvider",
+    "VoiceSource",
+    "speech_pieces",
+]
 
 log = logging.getLogger(__name__)
 
 Publish = Callable[[Event], Awaitable[object]]
-
-
-class Synthesizer(Protocol):
-    """A voice: text in, 16-bit mono PCM out (blocking; run it in a worker pool)."""
-
-    name: str
-    sample_rate: int
-
-    def synthesize(self, text: str, rate: float = 1.0) -> bytes:
-        """Speak ``text``; ``rate`` > 1 speaks faster (1.0 is the voice's normal speed)."""
-        ...
-
-
-VoiceSource = Callable[[str], Awaitable[Synthesizer | None]]
-"""Gives the (loaded) voice for a language, or None if no voice speaks it."""
-
-
-class VoiceProvider(Protocol):
-    """The voices of a process (:class:`models.voices.VoiceBank`)."""
-
-    def languages(self) -> frozenset[str]:
-        """Languages some voice speaks."""
-        ...
-
-    def load(self, lang: str) -> Synthesizer | None:
-        """The loaded voice for ``lang`` (None if none speaks it); blocking, thread-safe."""
-        ...
-
 
 Run = Callable[..., Awaitable[object]]
 """A worker pool's ``run``: where blocking synthesis happens."""
@@ -81,6 +84,9 @@ Run = Callable[..., Awaitable[object]]
 
 @dataclass(frozen=True, slots=True)
 class PaceConfig:
+    """The speech stage's rules (module docstring); measurements behind the defaults are in
+    docs/metrics.md, "Spoken translation" and "Natural voices"."""
+
     bound_s: float = 6.0
     """Skip to the newest sentence when the voice is further behind than this."""
     speedup_from_s: float = 3.0
@@ -88,66 +94,33 @@ class PaceConfig:
     max_rate: float = 1.3
     """The fastest speed used (1.3 is still natural for every voice tried)."""
     lead_s: float = 1.0
-    """Synthesise the next piece when less than this much audio is still waiting to play."""
+    """Synthesise the next piece when less than this, plus the piece's expected synthesis
+    time, is still waiting to play."""
     chars_per_second: float = 15.0
     """A voice's normal speed before it has spoken (then learnt from what it says), to
     estimate how long queued text takes to speak."""
     max_pieces: int = 64
     clause_chars: int = 80
     """Sentences longer than this are split at clauses."""
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+")
-_CLAUSE_END = re.compile(r"(?<=[,;:，；：、—])\s+")
-_MIN_CLAUSE = 24
-_MIN_LEAD = 12
-
-
-def speech_pieces(text: str, clause_chars: int = 80, lead_chars: int = 48) -> list[list[str]]:
-    """Split ``text`` into sentences, and each sentence longer than ``clause_chars`` into
-    clauses (short clauses are joined to the next): a list of sentences, each a list of
-    pieces to synthesise one at a time.
-
-    The first piece is kept short (at most about ``lead_chars``): synthesis time grows with
-    length, and the first piece is what the listener waits for. A first sentence longer than
-    that is cut at its first clause, or failing one, at a word boundary; the voice's pause
-    there is the price of audio starting sooner."""
-    sentences = [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
-    result: list[list[str]] = []
-    for index, sentence in enumerate(sentences):
-        lead: list[str] = []
-        if index == 0 and len(sentence) > lead_chars:
-            lead, sentence = _split_lead(sentence, lead_chars)
-        if len(sentence) <= clause_chars:
-            result.append([*lead, sentence])
-            continue
-        pieces: list[str] = []
-        pending = ""
-        for clause in _CLAUSE_END.split(sentence):
-            pending = f"{pending} {clause}".strip()
-            if len(pending) >= _MIN_CLAUSE:
-                pieces.append(pending)
-                pending = ""
-        if pending:
-            if pieces and len(pending) < _MIN_CLAUSE:
-                pieces[-1] = f"{pieces[-1]} {pending}"
-            else:
-                pieces.append(pending)
-        result.append([*lead, *pieces])
-    return result
-
-
-def _split_lead(sentence: str, lead_chars: int) -> tuple[list[str], str]:
-    """Cut a short first piece off ``sentence`` (see :func:`speech_pieces`)."""
-    for match in _CLAUSE_END.finditer(sentence):
-        if _MIN_LEAD <= match.start() <= lead_chars + 16:
-            return [sentence[: match.start()]], sentence[match.end() :]
-        if match.start() > lead_chars + 16:
-            break
-    cut = sentence.rfind(" ", _MIN_LEAD, lead_chars)
-    if cut < 0 or len(sentence) - cut < _MIN_LEAD:
-        return [], sentence
-    return [sentence[:cut]], sentence[cut + 1 :]
+    lead_chars: int = 48
+    """The longest first piece of a final (a fast voice's)."""
+    min_lead_chars: int = 16
+    """The shortest first piece, however slow the voice."""
+    first_audio_s: float = 0.5
+    """A final's first piece is cut to take about this long to synthesise (its length is
+    this over the voice's learnt seconds per character, within the two bounds above)."""
+    cost_prior_s: float = 0.05
+    """Seconds of synthesis per character assumed for a voice that has not spoken yet:
+    about a slow neural voice's, so that a first piece is never too long."""
+    fallback_gap_s: float = 1.5
+    """Speak a sentence with the fallback (fast) voice when the voice would leave the
+    listener silent longer than this before the sentence (its expected synthesis time for
+    the sentence's first piece minus the audio still waiting to play), and give up on a
+    natural call once the listener has waited this long. docs/metrics.md, "Natural voices
+    under load"."""
+    fallback_relax: float = 0.8
+    """Each sentence the fallback speaks scales the voice's learnt cost by this, so that
+    the voice is tried again once the machine is less busy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +142,10 @@ class SpeakerStats:
     skipped: int = 0
     failures: int = 0
     max_behind: float = 0.0
+    fallback_pieces: int = 0
+    """Pieces spoken by the fallback voice because the voice fell behind."""
+    stalls: int = 0
+    """Natural-voice calls given up on (the fallback spoke their piece)."""
     first_audio: deque[float] = field(default_factory=lambda: deque(maxlen=512))
     """Seconds from a final being handed over to its first audio being published."""
 
@@ -190,14 +167,22 @@ class LanguageSpeaker:
         clock: Callable[[], float] = time.monotonic,
         stats: SpeakerStats | None = None,
         on_first_audio: Callable[[str, float], None] | None = None,
+        costs: SynthesisCosts | None = None,
+        run_fast: Run | None = None,
     ) -> None:
         self.lang = lang
+        self._run_fast = run_fast or run
+        """Where fast voices run: a pool of their own, never behind a natural voice."""
+        self._abandoned: set[asyncio.Future[bytes | None]] = set()
+        """Natural-voice calls given up on, still finishing in their pool."""
         self._on_first_audio = on_first_audio
         self._voice_source = voice
         self._run = run
         self._publish = publish
         self.config = config or PaceConfig()
         self._clock = clock
+        self._costs = costs if costs is not None else SynthesisCosts()
+        self._voices: LanguageVoices | None = None
         self._queue: deque[_Piece] = deque()
         self._wake = asyncio.Event()
         self._sentences = 0
@@ -211,6 +196,9 @@ class LanguageSpeaker:
         self._failing = False
         self._started: deque[int] = deque(maxlen=SEGMENTS_REMEMBERED)
         """Segments of which a piece was taken to be spoken (newest last)."""
+        self._sentence = 0
+        """The sentence being spoken, and the voice chosen for it."""
+        self._sentence_voice: Synthesizer | None = None
         self.stats = stats if stats is not None else SpeakerStats()
         self._task = asyncio.create_task(self._loop(), name=f"speech-{lang}")
 
@@ -219,7 +207,7 @@ class LanguageSpeaker:
         if self._closed or not caption.text.strip():
             return
         now = self._clock()
-        sentences = speech_pieces(caption.text, self.config.clause_chars)
+        sentences = speech_pieces(caption.text, self.config.clause_chars, self.lead_chars())
         for s_index, sentence in enumerate(sentences):
             self._sentences += 1
             for p_index, text in enumerate(sentence):
@@ -245,7 +233,7 @@ class LanguageSpeaker:
         kept = [piece for piece in self._queue if piece.segment != segment]
         pieces = [
             _Piece(segment, first.sentence, text, False, first.queued)
-            for sentence in speech_pieces(caption.text, self.config.clause_chars)
+            for sentence in speech_pieces(caption.text, self.config.clause_chars, self.lead_chars())
             for text in sentence
         ]
         if pieces:
@@ -256,6 +244,21 @@ class LanguageSpeaker:
     @property
     def queued(self) -> int:
         return len(self._queue)
+
+    def lead_chars(self) -> int:
+        """How long a final's first piece may be: what the voice synthesises in about
+        ``first_audio_s``, within ``min_lead_chars`` and ``lead_chars``."""
+        c = self.config
+        per_char = self._per_char(self._voices.voice if self._voices else None)
+        fits = int(c.first_audio_s / per_char) if per_char > 0 else c.lead_chars
+        return max(c.min_lead_chars, min(c.lead_chars, fits))
+
+    def _per_char(self, voice: Synthesizer | None) -> float:
+        name = voice.name if voice is not None else ""
+        return self._costs.per_char(name, self.config.cost_prior_s)
+
+    def _expected(self, voice: Synthesizer, text: str) -> float:
+        return self._per_char(voice) * len(text)
 
     def behind(self) -> float:
         """Seconds the voice is behind: audio still to play plus queued text to speak."""
@@ -276,6 +279,8 @@ class LanguageSpeaker:
         self._queue.clear()
         self._wake.set()
         self._idle.set()
+        for call in list(self._abandoned):
+            call.cancel()  # its pool still finishes the call; the result is not wanted
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
@@ -294,22 +299,27 @@ class LanguageSpeaker:
         return dropped
 
     async def _loop(self) -> None:
-        voice = await self._voice_source(self.lang)
-        if voice is None:
+        voices = await self._voice_source(self.lang)
+        if voices is None:
             log.warning("no voice for %s: its listeners get captions only", self.lang)
             self._closed = True
             self._queue.clear()
             self._idle.set()
             return
+        self._voices = voices
         while not self._closed:
+            voices = self._voices  # the natural voice may have finished loading
             if not self._queue:
                 self._idle.set()
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            head = self._queue[0]
+            voice = self._voice_of(head.sentence) or voices.voice
+            lead = self.config.lead_s + self._expected(voice, head.text)
             ahead = self._play_until - self._clock()
-            if ahead > self.config.lead_s:
-                await asyncio.sleep(ahead - self.config.lead_s)
+            if ahead > lead:
+                await asyncio.sleep(ahead - lead)
                 continue
             behind = self.behind()
             self.stats.max_behind = max(self.stats.max_behind, behind)
@@ -319,13 +329,84 @@ class LanguageSpeaker:
             piece = self._queue.popleft()
             if not self._started or self._started[-1] != piece.segment:
                 self._started.append(piece.segment)
-            await self._speak(voice, piece, rate)
+            await self._speak(self._choose_voice(piece, voices), piece, rate)
 
-    async def _speak(self, voice: Synthesizer, piece: _Piece, rate: float) -> None:
+    def _voice_of(self, sentence: int) -> Synthesizer | None:
+        """The voice already chosen for ``sentence`` (None before its first piece)."""
+        return self._sentence_voice if sentence == self._sentence else None
+
+    def gap(self, voice: Synthesizer, text: str) -> float:
+        """Seconds of silence the listener would hear before ``voice`` has spoken ``text``:
+        its expected synthesis time minus the audio still waiting to play."""
+        waiting = max(0.0, self._play_until - self._clock())
+        return self._expected(voice, text) - waiting
+
+    def _choose_voice(self, piece: _Piece, voices: LanguageVoices) -> Synthesizer:
+        """The voice of ``piece``: its sentence's, chosen at the sentence's first piece
+        (module docstring, "Falling back")."""
+        chosen = self._voice_of(piece.sentence)
+        if chosen is not None:
+            return chosen
+        chosen = voices.voice
+        if voices.loading is not None:
+            return self._while_loading(piece, voices)
+        fallback = voices.fallback
+        if fallback is not None and (
+            self._abandoned  # the voice's pool is still busy with a call given up on
+            or self.gap(voices.voice, piece.text) > self.config.fallback_gap_s
+        ):
+            chosen = fallback
+            self._costs.relax(
+                voices.voice.name, self.config.fallback_relax, self.config.cost_prior_s
+            )
+        self._sentence, self._sentence_voice = piece.sentence, chosen
+        return chosen
+
+    def _while_loading(self, piece: _Piece, voices: LanguageVoices) -> Synthesizer:
+        """A sentence's voice while the natural voice loads: the fast one, until it is
+        ready (then the natural voice, with the fast one as its fallback, from now on)."""
+        ready = voices.ready()
+        if ready is not voices:
+            self._voices = ready
+            return self._choose_voice(piece, ready)
+        self._sentence, self._sentence_voice = piece.sentence, voices.voice
+        return voices.voice
+
+    async def _synthesize(
+        self, voice: Synthesizer, piece: _Piece, rate: float
+    ) -> tuple[Synthesizer, bytes] | None:
+        """Synthesise ``piece``; a natural voice that has not answered once the listener
+        would have waited ``fallback_gap_s`` is left to finish on its own, and the piece,
+        and the rest of its sentence, are spoken by the fallback (module docstring)."""
+        fallback = self._voices.fallback if self._voices is not None else None
+        if fallback is None or voice is fallback:
+            pcm = await self._call(voice, piece.text, rate)
+            return None if pcm is None else (voice, pcm)
+        patience = max(0.0, self._play_until - self._clock()) + self.config.fallback_gap_s
+        started = self._clock()
+        call = asyncio.ensure_future(self._call(voice, piece.text, rate))
+        done, _ = await asyncio.wait({call}, timeout=patience)
+        if call in done:
+            pcm = call.result()
+            return None if pcm is None else (voice, pcm)
+        self._abandoned.add(call)
+        call.add_done_callback(self._abandoned.discard)
+        # At least this slow: the sentences after this one choose by it.
+        self._costs.learn(voice.name, len(piece.text), self._clock() - started)
+        self.stats.stalls += 1
+        self._sentence_voice = fallback
+        pcm = await self._call(fallback, piece.text, rate)
+        return None if pcm is None else (fallback, pcm)
+
+    async def _call(self, voice: Synthesizer, text: str, rate: float) -> bytes | None:
+        """One synthesis in the voice's pool (fast voices have their own, so that they never
+        wait behind a natural one; retried while a pool is saturated); its wall-clock cost
+        is learnt. None if the voice failed (said once per failing run)."""
+        run = self._run_fast if voice.kind == "fast" else self._run
         started = self._clock()
         while True:
             try:
-                pcm = await self._run(voice.synthesize, piece.text, rate)
+                pcm = await run(voice.synthesize, text, rate)
                 break
             except Saturated:
                 await asyncio.sleep(0.1)
@@ -336,10 +417,22 @@ class LanguageSpeaker:
                     self._failing = True
                     message = f"spoken translation failed ({self.lang}): {type(exc).__name__}"
                     await self._publish(ErrorEvent(message))
-                return
+                return None
         self._failing = False
         assert isinstance(pcm, bytes)
-        self.stats.synth_seconds += self._clock() - started
+        took = self._clock() - started
+        self._costs.learn(voice.name, len(text), took)
+        self.stats.synth_seconds += took
+        return pcm
+
+    async def _speak(self, voice: Synthesizer, piece: _Piece, rate: float) -> None:
+        spoken = await self._synthesize(voice, piece, rate)
+        if spoken is None:
+            return
+        voice, pcm = spoken
+        voices = self._voices
+        if voices is not None and (voice is voices.fallback or voices.loading is not None):
+            self.stats.fallback_pieces += 1  # spoken by the fast voice in a natural one's place
         skipped, self._dropped = self._dropped, 0
         self.stats.skipped += skipped
         audio = SpeechAudio(
@@ -351,6 +444,7 @@ class LanguageSpeaker:
             last=piece.last,
             skipped=skipped,
             rate=rate,
+            voice=voice.kind,
         )
         await self._publish(audio)
         now = self._clock()
@@ -381,8 +475,12 @@ class SessionSpeaker:
         config: PaceConfig | None = None,
         spoken: Iterable[str] = (),
         on_first_audio: Callable[[str, float], None] | None = None,
+        costs: SynthesisCosts | None = None,
+        run_fast: Run | None = None,
     ) -> None:
         self._voice = voice
+        self._costs = costs if costs is not None else SynthesisCosts()
+        self._run_fast = run_fast
         self._on_first_audio = on_first_audio
         self._run = run
         self._publish = publish
@@ -411,6 +509,8 @@ class SessionSpeaker:
                 self.config,
                 stats=self.stats.setdefault(lang, SpeakerStats()),
                 on_first_audio=self._on_first_audio,
+                costs=self._costs,
+                run_fast=self._run_fast,
             )
 
     def on_final(self, caption: Caption) -> None:

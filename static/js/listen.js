@@ -27,6 +27,7 @@ import {
   askForToken, forgetToken, saveWithToken, sessionFacts, storedToken,
 } from './private-gate.js';
 import { ScreenWakeLock } from './wake-lock.js';
+import { showVoice } from './voice-label.js';
 
 const SKIP_NOTICE_MS = 6000;
 const AUDIO_TAIL_MS = 4000; // after the session ends, keep listening this long after the last audio
@@ -339,6 +340,7 @@ function onAudio(header, pcm) {
   lastAudioAt = Date.now();
   if (typeof header.rate === 'number') audioStats.rate = header.rate;
   player.push(header, pcm);
+  showVoice(document.getElementById('audio-voice'), header.voice);
   if (header.last !== false && Number.isInteger(header.segment)) {
     audioStats.spokenSegments.push(header.segment);
     if (audioStats.spokenSegments.length > 500) audioStats.spokenSegments.shift();

@@ -117,10 +117,14 @@ async def test_turns_in_either_language_are_translated_and_spoken_both_ways(
     stop.set()
     await asyncio.gather(*tasks)
     assert english_said and spanish_said
-    # Each turn went one way: English turns into Spanish (espeak-ng), Spanish turns into
-    # English (the bundled Piper voice); nothing was spoken in a turn's own language.
+    # Each turn went one way: English turns into Spanish (Kokoro), Spanish turns into
+    # English (the bundled Piper voice), espeak-ng standing in for a sentence either fell
+    # behind on, or while it loads; nothing was spoken in a turn's own language.
     assert {h["lang"] for h, _ in hears_spanish.audio} == {"es"}
     assert {h["lang"] for h, _ in hears_english.audio} == {"en"}
+    spanish_rates = {"natural": 24000, "fast": 22050}
+    assert all(h["sample_rate"] == spanish_rates[str(h["voice"])] for h, _ in hears_spanish.audio)
+    assert {h["sample_rate"] for h, _ in hears_english.audio} == {22050}
     assert hears_spanish.spoken_segments().isdisjoint(spanish_said)
     assert hears_english.spoken_segments().isdisjoint(english_said)
     spanish = " ".join(

@@ -157,6 +157,8 @@ PRESENTER_KEYS = {
     "server_lag_max_s",
     "passed",
     "error",
+    "natural_chunks",
+    "fast_chunks",
     "series",
 }
 
@@ -187,6 +189,7 @@ def test_capacity_one_presenter_real_round(server: ServerProcess, tmp_path: Path
     assert set(one) == PRESENTER_KEYS
     assert one["recording"] == recording and one["audio_s"] == pytest.approx(seconds)
     assert one["error"] is None
+    assert one["natural_chunks"] == one["fast_chunks"] == 0  # no --speech: nothing spoken
 
     series = one["series"]
     assert len(series) == one["lag_s"]["count"] >= 2

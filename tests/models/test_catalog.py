@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from models.catalog import (
     TINY_EN,
     ChecksumMismatch,
     ModelError,
+    join_parts,
     resolve_whisper,
     sha256_file,
     silero_vad_path,
@@ -43,6 +45,19 @@ def test_a_corrupt_joined_model_is_rebuilt_not_loaded(tmp_path: Path) -> None:
         handle.write(b"\x00" * 16)
     # The cache no longer matches: it is joined again from the verified parts.
     assert sha256_file(whisper_model_dir("base", tmp_path) / "model.bin") == BASE.files["model.bin"]
+
+
+def test_parts_that_do_not_join_to_the_pinned_checksum_are_refused(tmp_path: Path) -> None:
+    parts = [tmp_path / "a", tmp_path / "b"]
+    parts[0].write_bytes(b"half ")
+    parts[1].write_bytes(b"tampered")
+    target = tmp_path / "cache" / "model.onnx"
+    with pytest.raises(ChecksumMismatch, match="reinstall some-model-part"):
+        join_parts(parts, target, "0" * 64, reinstall="some-model-part")
+    assert list(target.parent.iterdir()) == []  # nothing half-written is left behind
+    good = hashlib.sha256(b"half tampered").hexdigest()
+    join_parts(parts, target, good, reinstall="some-model-part")
+    assert target.read_bytes() == b"half tampered"
 
 
 def test_a_tampered_weight_file_is_refused_with_its_name(tmp_path: Path) -> None:

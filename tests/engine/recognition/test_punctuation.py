@@ -27,8 +27,17 @@ def test_sentence_marks_and_words_that_cannot_end_one() -> None:
     assert ends_sentence("It grew.") and ends_sentence("Really?”") and not ends_sentence("and,")
     assert without_sentence_end("In the previous.") == "In the previous"
     assert without_sentence_end("Wait...") == "Wait"
-    assert cannot_end_sentence("remains the.", "en") and cannot_end_sentence("We are.", "en")
-    assert not cannot_end_sentence("remains strong.", "en")
+    assert cannot_end_sentence("remains the.", "en") and cannot_end_sentence("a review of.", "en")
+    assert cannot_end_sentence("and then we.", "en")
+    # Words that often end a sentence leave it to the pause.
+    for text in (
+        "remains strong.",
+        "The cat is here.",
+        "Thank you.",
+        "Yes, we can.",
+        "I know that.",
+    ):
+        assert not cannot_end_sentence(text, "en"), text
     assert cannot_end_sentence("hemos visto a los.", "es")
     assert not cannot_end_sentence("Gathered to.", "ja")  # no list for the language: no rule
 

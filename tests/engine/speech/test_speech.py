@@ -9,18 +9,29 @@ import pytest
 
 from engine.events import Caption, ErrorEvent, Event, SpeechAudio
 from engine.speech.speaker import LanguageSpeaker, PaceConfig, SessionSpeaker, speech_pieces
+from engine.speech.voice import LanguageVoices
 
 RATE = 8000
 
 
 class FakeVoice:
     """Speaks ``cps`` characters a second (faster at a higher rate); each call takes
-    ``delay`` seconds of wall time."""
+    ``delay`` seconds of wall time, plus ``per_char`` a character."""
 
-    name = "fake"
     sample_rate = RATE
 
-    def __init__(self, cps: float = 100.0, delay: float = 0.0, fail: bool = False) -> None:
+    def __init__(
+        self,
+        cps: float = 100.0,
+        delay: float = 0.0,
+        fail: bool = False,
+        name: str = "fake",
+        kind: str = "natural",
+        per_char: float = 0.0,
+    ) -> None:
+        self.per_char = per_char
+        self.name = name
+        self.kind = kind
         self.cps = cps
         self.delay = delay
         self.fail = fail
@@ -30,8 +41,8 @@ class FakeVoice:
         self.calls.append((text, rate))
         if self.fail:
             raise RuntimeError("voice broke")
-        if self.delay:
-            time.sleep(self.delay)
+        if self.delay or self.per_char:
+            time.sleep(self.delay + self.per_char * len(text))
         return b"\x01\x00" * int(RATE * len(text) / self.cps / rate)
 
 
@@ -83,8 +94,8 @@ async def test_every_final_is_spoken_in_order_with_its_last_piece_marked() -> No
     voice = FakeVoice()
     sink = Sink()
 
-    async def source(lang: str) -> FakeVoice:
-        return voice
+    async def source(lang: str) -> LanguageVoices:
+        return LanguageVoices(voice)
 
     config = PaceConfig(lead_s=5, chars_per_second=100.0)
     speaker = LanguageSpeaker("es", source, _run_in_thread, sink.publish, config)
@@ -103,7 +114,7 @@ async def test_every_final_is_spoken_in_order_with_its_last_piece_marked() -> No
     assert [a.segment for a in audio] == [0, 1, 1, 2]
     assert [a.last for a in audio] == [True, False, True, True]
     assert all(a.lang == "es" and a.sample_rate == RATE and a.pcm for a in audio)
-    assert all(a.skipped == 0 and a.rate == 1.0 for a in audio)
+    assert all(a.skipped == 0 and a.rate == 1.0 and a.voice == "natural" for a in audio)
     assert speaker.stats.pieces == 4
     assert len(speaker.stats.first_audio) == 3
 
@@ -114,8 +125,8 @@ async def test_a_slow_voice_keeps_pace_by_speeding_up_then_skipping() -> None:
     voice = FakeVoice(cps=60.0, delay=0.05)  # each 60-char final takes ~1 s to speak
     sink = Sink()
 
-    async def source(lang: str) -> FakeVoice:
-        return voice
+    async def source(lang: str) -> LanguageVoices:
+        return LanguageVoices(voice)
 
     config = PaceConfig(
         bound_s=1.5,
@@ -155,9 +166,9 @@ async def test_session_speaker_speaks_only_languages_with_voices_and_listeners()
     sink = Sink()
     asked: list[str] = []
 
-    async def source(lang: str) -> FakeVoice:
+    async def source(lang: str) -> LanguageVoices:
         asked.append(lang)
-        return voice
+        return LanguageVoices(voice)
 
     speaker = SessionSpeaker(source, _run_in_thread, sink.publish, spoken={"es", "en"})
     speaker.on_final(_final(0, "Nadie escucha."))
@@ -180,8 +191,8 @@ async def test_a_failing_voice_publishes_one_error_and_keeps_the_session() -> No
     voice = FakeVoice(fail=True)
     sink = Sink()
 
-    async def source(lang: str) -> FakeVoice:
-        return voice
+    async def source(lang: str) -> LanguageVoices:
+        return LanguageVoices(voice)
 
     speaker = LanguageSpeaker("es", source, _run_in_thread, sink.publish, PaceConfig())
     for i in range(3):
@@ -215,8 +226,8 @@ async def test_a_correction_is_spoken_corrected_before_its_line_and_never_after(
     voice = FakeVoice(delay=0.2)
     sink = Sink()
 
-    async def source(lang: str) -> FakeVoice:
-        return voice
+    async def source(lang: str) -> LanguageVoices:
+        return LanguageVoices(voice)
 
     speaker = LanguageSpeaker("es", source, _run_in_thread, sink.publish, PaceConfig(lead_s=5))
     speaker.say(_final(0, "Hola a todos."))
