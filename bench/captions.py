@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 
 from bench.alignment import TimedWord, WordErrors, word_errors
+from bench.corpus import CLASSES, of_classes
 from bench.metrics import (
     Distribution,
     Erasure,
@@ -264,6 +265,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="WAV paths or recording ids in --eval-dir (default: every English long-form "
         "recording except *_SILVER and the *_concat file)",
     )
+    parser.add_argument(
+        "--classes",
+        nargs="+",
+        metavar="CLASS",
+        help="instead of --files: every development recording of these speech classes "
+        f"({', '.join(CLASSES)}, or all; bench/corpus.py), with a table per class",
+    )
     parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
@@ -277,7 +285,12 @@ def main(argv: Sequence[str]) -> int:
     from bench.report import write_report  # the report module builds on this one
 
     args = build_parser().parse_args(argv)
-    wavs = resolve_wavs(args.files, args.eval_dir) if args.files else default_wavs(args.eval_dir)
+    if args.classes:
+        wavs = [t.wav() for t in of_classes(args.classes)]
+    elif args.files:
+        wavs = resolve_wavs(args.files, args.eval_dir)
+    else:
+        wavs = default_wavs(args.eval_dir)
     if not wavs:
         print(f"no recordings found in {args.eval_dir}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ from typing import Any
 
 from bench.alignment import WordErrors
 from bench.captions import CaptionRun, FileResult, Goals, Overall, RunSettings, overall
+from bench.corpus import class_of
 from bench.format import fixed, machine_detail, mark, utc_now, write_report_files, write_trace
 from bench.metrics import CAUSAL_SLACK_S, Distribution
 from bench.reference import whisper_model_dir
@@ -141,6 +142,12 @@ def report_json(
         "goals": asdict(goals),
         "goals_met": goals_met(summary, goals),
         "overall": overall_json(summary, len(run.results)),
+        "classes": {
+            name: overall_json(
+                group, sum(1 for r in run.results if (class_of(r.recording) or "other") == name)
+            )
+            for name, group in by_class(run.results).items()
+        },
         "files": [file_json(r) for r in run.results],
     }
 
@@ -160,8 +167,7 @@ def report_markdown(report: dict[str, Any], run: CaptionRun, summary: Overall) -
         f"- Date (UTC): {report['created_utc']}",
         f"- Offline baseline and reference word times: {report['offline_baseline']['model']}, "
         f"beam {report['offline_baseline']['beam_size']}, whole file",
-        "- Text normalised as in docs/metrics.md (lowercase, no punctuation, no fillers, "
-        "numbers 0-9999 spelled out)",
+        '- Text normalised by Whisper\'s English normaliser (docs/metrics.md, "Normalisation")',
         "",
         "## Goals (overall)",
         "",
@@ -200,6 +206,7 @@ def report_markdown(report: dict[str, Any], run: CaptionRun, summary: Overall) -
         f"| {fixed(summary.end_lag.p50)} (median) | {fixed(summary.erasure.normalised, 3)} "
         f"| {fixed(summary.real_time_factor, 3)} | {fixed(summary.cpu_per_audio_second, 3)} |"
     )
+    lines += class_lines(run.results)
     lines += [
         "",
         "Latency p50 / p95 are over all reference words (overall: all words of all files). "
@@ -213,6 +220,38 @@ def report_markdown(report: dict[str, Any], run: CaptionRun, summary: Overall) -
         "",
     ]
     return "\n".join(lines)
+
+
+def by_class(results: list[FileResult]) -> dict[str, Overall]:
+    """The results grouped by speech class (bench/corpus.py), each aggregated like the whole."""
+    groups: dict[str, list[FileResult]] = {}
+    for r in results:
+        groups.setdefault(class_of(r.recording) or "other", []).append(r)
+    return {name: overall(group) for name, group in groups.items()}
+
+
+def class_lines(results: list[FileResult]) -> list[str]:
+    """A table per speech class: the quality gap the wave is judged on is the worst class's."""
+    classes = by_class(results)
+    if len(classes) < 2:
+        return []
+    lines = [
+        "",
+        '## Per speech class (docs/metrics.md, "Classes")',
+        "",
+        "| class | files | audio s | WER | offline WER | ratio | final p50 / p95 s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, summary in classes.items():
+        files = sum(1 for r in results if (class_of(r.recording) or "other") == name)
+        lines.append(
+            f"| {name} | {files} | {fixed(summary.audio_seconds, 1)} "
+            f"| {fixed(_wer(summary.errors), 3)} | {fixed(_wer(summary.offline_errors), 3)} "
+            f"| {fixed(summary.wer_ratio)} | {_pair(summary.final_latency)} |"
+        )
+    worst = max(classes.items(), key=lambda item: item[1].wer_ratio or 0.0)
+    lines.append(f"\nWorst class by WER ratio: **{worst[0]}** ({fixed(worst[1].wer_ratio)}).")
+    return lines
 
 
 def trace_json(recorded: Replay) -> dict[str, Any]:
