@@ -6,9 +6,10 @@ profile"). Two rules undo that where the speaker only paused:
 
 - A segment's final keeps its trailing sentence punctuation only if it ends a sentence: its
   last word is not a word that cannot end one (an article, a preposition, a conjunction, a
-  subject pronoun: ``CONTINUATIONS``), and the pause after it agrees: the recogniser holds such a
-  final until the pause has lasted ``sentence_pause_s`` (the sentence ended) or the speaker
-  goes on (it did not). Otherwise the mark is dropped (a question mark too).
+  subject pronoun, an auxiliary: ``CONTINUATIONS``), and the pause after it agrees: the
+  recogniser holds such a final until the pause has lasted ``sentence_pause_s`` (the
+  sentence ended) or the speaker goes on (it did not). Otherwise the mark is dropped (a
+  question mark too).
 - A final that continues a sentence begins in lower case, unless its first word needs a
   capital (``I``, a word with capitals inside). Whisper's own capital says nothing there:
   its decode heard the text before it as decoded, false full stop included (shaping what
@@ -27,13 +28,14 @@ from engine.recognition.policy import SENTENCE_END
 CONTINUATIONS: dict[str, frozenset[str]] = {
     "en": frozenset(
         """a an the and or but nor because although if unless whether which whom whose
-        where while than of at to for from by with into onto between during across among
-        our my your their its we i they he she very per via""".split()
+        while than of at to for from by with into onto between during across among our my
+        your their its we i they he she very every per via is are was were be been being am
+        have has had do does did will would shall should can could may might must""".split()
     ),
     "es": frozenset(
         """el la los las un una unos unas y o pero ni que de del a al en con por para sin
         sobre entre hasta desde hacia según como cuando donde si porque aunque mientras mi
-        mis tu tus su sus nuestro nuestra nuestros nuestras muy""".split()
+        mis tu tus su sus nuestro nuestra nuestros nuestras muy ha han he hemos""".split()
     ),
     "fr": frozenset(
         """le la les l un une des du de d et ou mais ni que qu à au aux en dans avec pour par
@@ -57,9 +59,9 @@ CONTINUATIONS: dict[str, frozenset[str]] = {
     ),
 }
 """Words after which, in these languages, a sentence (almost) never ends: articles,
-prepositions, conjunctions, determiners, subject pronouns. Words that often end one ("here",
-"it", "you", "that", "is", "can", "more", a German verb) are not here: for them the pause
-alone decides (docs/metrics.md, "Sentence breaks")."""
+prepositions, conjunctions, possessives, subject pronouns, English auxiliaries. Words that
+often end one ("here", "it", "you", "that", "not", "more", a German verb) are not here: for
+them the pause alone decides (docs/metrics.md, "Sentence breaks")."""
 
 _TRAILING_END = re.compile(r"\s*[" + re.escape("".join(SENTENCE_END)) + r"]+[\"'”’»)\]]*\s*$")
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
