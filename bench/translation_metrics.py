@@ -52,6 +52,13 @@ class Heard:
     text: str
     start: float
     end: float
+    sources: tuple[int, ...] = ()
+    """The source segments a translation covers (docs/protocol.md: a sentence final may cover
+    several); ``(segment,)`` when the event names none."""
+
+    @property
+    def covers(self) -> tuple[int, ...]:
+        return self.sources or (self.segment,)
 
 
 def heard_captions(received: Iterable[Received]) -> list[Heard]:
@@ -72,6 +79,7 @@ def heard_captions(received: Iterable[Received]) -> list[Heard]:
                 text=str(m["text"]),
                 start=float(m.get("start", 0.0)),
                 end=float(m.get("end", 0.0)),
+                sources=tuple(int(x) for x in m.get("sources") or ()),
             )
         )
     return out
@@ -88,8 +96,19 @@ def sources(heard: Iterable[Heard]) -> list[Heard]:
 
 
 def as_updates(heard: Iterable[Heard]) -> list[CaptionUpdate]:
-    """The events as :class:`bench.metrics.CaptionUpdate` (for erasure)."""
-    return [CaptionUpdate(h.arrival, h.segment, h.state, h.text) for h in heard]
+    """The events as :class:`bench.metrics.CaptionUpdate` (for erasure). A final covering
+    several segments replaces the drafts of all of them, as a client shows it: its text in its
+    own segment, and the other segments emptied."""
+    updates: list[CaptionUpdate] = []
+    for h in heard:
+        updates.append(CaptionUpdate(h.arrival, h.segment, h.state, h.text))
+        if h.state == "final":
+            updates += [
+                CaptionUpdate(h.arrival, other, "final", "")
+                for other in h.covers
+                if other != h.segment
+            ]
+    return updates
 
 
 def translation_erasure(heard: Iterable[Heard], lang: str) -> Erasure:
@@ -111,6 +130,26 @@ def first_finals(heard: Iterable[Heard]) -> dict[int, Heard]:
         if h.state == "final":
             finals.setdefault(h.segment, h)
     return finals
+
+
+def covering_finals(heard: Iterable[Heard]) -> dict[int, Heard]:
+    """Each segment's first final among ``heard``, by every segment a final covers (a
+    translation final of a whole sentence covers each of its source segments)."""
+    finals: dict[int, Heard] = {}
+    for h in heard:
+        if h.state == "final":
+            for segment in h.covers:
+                finals.setdefault(segment, h)
+    return finals
+
+
+def covering_events(heard: Iterable[Heard]) -> dict[int, Heard]:
+    """Each segment's first event (draft or final) among ``heard``, by covered segment."""
+    first: dict[int, Heard] = {}
+    for h in heard:
+        for segment in h.covers:
+            first.setdefault(segment, h)
+    return first
 
 
 def first_events(heard: Iterable[Heard]) -> dict[int, Heard]:
@@ -150,8 +189,8 @@ def segment_timings(heard: Sequence[Heard], lang: str) -> list[SegmentTiming]:
     target_events = translated(heard, lang)
     source_finals = first_finals(source_events)
     source_first = first_events(source_events)
-    target_finals = first_finals(target_events)
-    target_first = first_events(target_events)
+    target_finals = covering_finals(target_events)
+    target_first = covering_events(target_events)
     out: list[SegmentTiming] = []
     for segment in sorted(source_finals):
         src = source_finals[segment]

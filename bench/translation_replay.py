@@ -88,7 +88,9 @@ class ListenerRecorder:
         elif message.get("type") == "caption" and message.get("state") == "final":
             is_source = bool(message.get("source", True))
             if is_source or message.get("lang") == self.lang:
-                self._finals[is_source].add(int(message["segment"]))
+                # A translation final covers whole sentences: every segment of "sources".
+                covered = message.get("sources") or [message["segment"]]
+                self._finals[is_source].update(int(segment) for segment in covered)
                 self._final_arrived.set()
 
     async def wait_finals(self, segments: frozenset[int], source: bool, limit_s: float) -> bool:

@@ -41,8 +41,9 @@ def caption(
     start: float = 0.0,
     end: float = 1.0,
     ts: float = 0.0,
+    sources: list[int] | None = None,
 ) -> Received:
-    message = {
+    message: dict[str, object] = {
         "type": "caption",
         "seq": 0,
         "ts": ts,
@@ -53,6 +54,7 @@ def caption(
         "text": text,
         "start": start,
         "end": end,
+        **({"sources": sources} if sources is not None else {}),
     }
     return Received(arrival, message)
 
@@ -66,10 +68,20 @@ def es(
     start: float = 0.0,
     end: float = 1.0,
     ts: float = 0.0,
+    sources: list[int] | None = None,
 ) -> Received:
     """A Spanish translation event."""
     return caption(
-        arrival, segment, state, text, lang="es", source=False, start=start, end=end, ts=ts
+        arrival,
+        segment,
+        state,
+        text,
+        lang="es",
+        source=False,
+        start=start,
+        end=end,
+        ts=ts,
+        sources=sources,
     )
 
 
@@ -146,6 +158,25 @@ def test_translation_erasure_counts_retracted_words_of_the_target_language_only(
     assert translation_erasure(heard, "es").normalised == pytest.approx(0.5)
     # The source captions' own erasure: "alpha beta gamma delta" -> "epsilon" retracts 4.
     assert source_erasure(heard) == Erasure(retracted_words=4, final_words=0)
+
+
+def test_a_sentence_final_covers_each_of_its_source_segments() -> None:
+    heard = heard_captions(
+        [
+            caption(1.0, 3, "final", "The colour of", start=0.0, end=1.0),
+            es(1.1, 3, "draft", "El color de", sources=[3]),
+            caption(2.0, 4, "final", "red cabbage changes.", start=1.2, end=2.5),
+            es(2.1, 4, "draft", "la col cambia", sources=[4]),
+            es(2.6, 3, "final", "El color de la col lombarda cambia.", sources=[3, 4]),
+        ]
+    )
+    three, four = segment_timings(heard, "es")
+    assert three.final_delay_s == pytest.approx(1.6)  # waits for its sentence's end
+    assert four.final_delay_s == pytest.approx(0.6)
+    assert four.had_draft and four.first_shown_delay_s == pytest.approx(0.1)
+    # The final replaces both drafts: "col cambia" of segment 4 and nothing of segment 3.
+    erased = translation_erasure(heard, "es")
+    assert erased == Erasure(retracted_words=3, final_words=7)
 
 
 # --- talks of several clips ------------------------------------------------------------------
