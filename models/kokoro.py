@@ -65,6 +65,16 @@ DEFAULT_STYLES = {lang: "jm_kumo" for lang in LANGUAGES}
 """The style each language is spoken in by default: the lowest round-trip WER, a style
 within 0.02 of it that says the same sentences in less time preferred (docs/metrics.md,
 "Natural voices")."""
+SPEAKER_STYLES: dict[str, tuple[str, ...]] = {
+    "es": ("jm_kumo", "jf_gongitsune", "jf_nezumi", "jf_tebukuro"),
+    "fr": ("jm_kumo", "jf_gongitsune", "jf_nezumi"),
+    "it": ("jm_kumo", "jf_gongitsune", "jf_nezumi"),
+    "pt": ("jm_kumo", "jf_gongitsune", "jf_nezumi", "jf_tebukuro"),
+}
+"""The styles the speakers of a panel get, in order, where the language's default style
+speaks it: every style whose round-trip WER is within 1.3x of Whisper base on human speech
+of that language (Italian, without that yardstick: within 0.03 of the default);
+docs/metrics.md, "Natural voices"."""
 STYLE_GAIN = {style: 1.0 for style in STYLES} | {"jm_kumo": 0.75}
 """Fixed gain per style: the largest multiple of 0.05, at most 1, at which the style's
 loudest measured sentence peaks under engine/speech/gain.py's ceiling (docs/metrics.md,
@@ -159,21 +169,27 @@ class KokoroSynthesizer:
     kind: VoiceKind = "natural"
     sample_rate = SAMPLE_RATE
 
-    def __init__(self, model: KokoroModel, style: str, lang: str) -> None:
-        if style not in model.styles:
-            raise ModelError(f"no Kokoro style {style!r}; styles: {sorted(model.styles)}")
+    def __init__(
+        self, model: KokoroModel, style: str, lang: str, alternates: tuple[str, ...] = ()
+    ) -> None:
         if lang not in LANGUAGES:
             raise ModelError(f"Kokoro does not speak {lang!r}; it speaks {sorted(LANGUAGES)}")
+        self.styles = (style, *(s for s in alternates if s != style))
+        """``style`` first, then the styles other speakers get (``variant``)."""
+        for name in self.styles:
+            if name not in model.styles:
+                raise ModelError(f"no Kokoro style {name!r}; styles: {sorted(model.styles)}")
         self._model = model
         self.style = style
         self.lang = lang
-        self.gain = STYLE_GAIN.get(style, 1.0)
+        self.variants = len(self.styles)
         self.name = f"kokoro:{style}:{lang}"
 
-    def synthesize(self, text: str, rate: float = 1.0) -> bytes:
-        samples = self._model.create(text, self.style, self.lang, speed=rate)
+    def synthesize(self, text: str, rate: float = 1.0, variant: int = 0) -> bytes:
+        style = self.styles[variant % self.variants]
+        samples = self._model.create(text, style, self.lang, speed=rate)
         pause = next((s for pattern, s in _PAUSES if pattern.search(text.strip())), _WORD_PAUSE)
-        return pcm16(samples, self.gain) + b"\x00\x00" * int(pause * SAMPLE_RATE)
+        return pcm16(samples, STYLE_GAIN.get(style, 1.0)) + b"\x00\x00" * int(pause * SAMPLE_RATE)
 
     def warm(self) -> None:
         self.synthesize("1")

@@ -92,7 +92,9 @@ class PiperSynthesizer:
         self.sample_rate: int = self._voice.config.sample_rate
         self.name = model.name.removesuffix(".onnx")
 
-    def synthesize(self, text: str, rate: float = 1.0) -> bytes:
+    variants = 1  # one speaker per Piper model
+
+    def synthesize(self, text: str, rate: float = 1.0, variant: int = 0) -> bytes:
         config = self._config_type(length_scale=1.0 / rate)
         return b"".join(c.audio_int16_bytes for c in self._voice.synthesize(text, config))
 
@@ -104,6 +106,8 @@ class EspeakSynthesizer:
     """espeak-ng in a subprocess; speaking speed in words per minute scales with ``rate``."""
 
     BASE_WPM = 165
+    VARIANTS = ("", "+f3", "+m3", "+f2")
+    """espeak-ng's voice variants, one per speaker of a panel (none for a pinned variant)."""
     kind: VoiceKind = "fast"
 
     def __init__(self, voice: str, executable: str = ESPEAK) -> None:
@@ -111,11 +115,13 @@ class EspeakSynthesizer:
         self.name = f"espeak-ng:{voice}"
         self._executable = executable
         self.sample_rate = 22050
+        self.variants = 1 if "+" in voice else len(self.VARIANTS)
 
-    def synthesize(self, text: str, rate: float = 1.0) -> bytes:
+    def synthesize(self, text: str, rate: float = 1.0, variant: int = 0) -> bytes:
         wpm = str(round(self.BASE_WPM * rate))
+        voice = self.voice + ("" if self.variants == 1 else self.VARIANTS[variant % self.variants])
         result = subprocess.run(
-            [self._executable, "-v", self.voice, "-s", wpm, "--stdout", "--", text],
+            [self._executable, "-v", voice, "-s", wpm, "--stdout", "--", text],
             capture_output=True,
             timeout=30,
             check=True,
@@ -317,4 +323,6 @@ class VoiceBank:
             return load_voice(spec)
         if self._kokoro is None:
             self._kokoro = kokoro.load_model(self._cache_dir, self._threads)
-        return kokoro.KokoroSynthesizer(self._kokoro, spec.model, spec.lang)
+        default = spec.model == kokoro.DEFAULT_STYLES.get(spec.lang)
+        alternates = kokoro.SPEAKER_STYLES.get(spec.lang, ()) if default else ()
+        return kokoro.KokoroSynthesizer(self._kokoro, spec.model, spec.lang, alternates)

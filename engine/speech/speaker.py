@@ -36,6 +36,10 @@ until it has), and its time is learnt. Until a natural voice has loaded (the low
 pool may take a while on a busy machine), its fast voice speaks every sentence. Each audio
 header names the kind of voice that spoke it (``voice``).
 
+The speakers of a panel get different voices where the voice has several (``variants``: a
+Kokoro style, an espeak-ng variant), in order of first appearance; one queue per language
+keeps the speech in the order it was said.
+
 A corrected final (``rev`` > 0, a person's correction re-made into this language) replaces
 the queued pieces of its segment when none of them has been spoken yet, so the line is
 spoken corrected; once any piece of it was synthesised it is not spoken again.
@@ -132,6 +136,8 @@ class _Piece:
     last: bool
     """The last piece of its caption."""
     queued: float
+    variant: int = 0
+    """Which of the voice's voices speaks it (one per speaker of a panel)."""
 
 
 @dataclass(slots=True)
@@ -202,8 +208,8 @@ class LanguageSpeaker:
         self.stats = stats if stats is not None else SpeakerStats()
         self._task = asyncio.create_task(self._loop(), name=f"speech-{lang}")
 
-    def say(self, caption: Caption) -> None:
-        """Queue a final caption to be spoken (never waits)."""
+    def say(self, caption: Caption, variant: int = 0) -> None:
+        """Queue a final caption to be spoken (never waits), in the voice's ``variant``."""
         if self._closed or not caption.text.strip():
             return
         now = self._clock()
@@ -212,7 +218,9 @@ class LanguageSpeaker:
             self._sentences += 1
             for p_index, text in enumerate(sentence):
                 last = s_index == len(sentences) - 1 and p_index == len(sentence) - 1
-                self._queue.append(_Piece(caption.segment, self._sentences, text, last, now))
+                self._queue.append(
+                    _Piece(caption.segment, self._sentences, text, last, now, variant)
+                )
         self._first_pending.setdefault(caption.segment, now)
         self._idle.clear()
         while len(self._queue) > self.config.max_pieces:
@@ -232,12 +240,14 @@ class LanguageSpeaker:
         first = self._queue[places[0]]
         kept = [piece for piece in self._queue if piece.segment != segment]
         pieces = [
-            _Piece(segment, first.sentence, text, False, first.queued)
+            _Piece(segment, first.sentence, text, False, first.queued, first.variant)
             for sentence in speech_pieces(caption.text, self.config.clause_chars, self.lead_chars())
             for text in sentence
         ]
         if pieces:
-            pieces[-1] = _Piece(segment, first.sentence, pieces[-1].text, True, first.queued)
+            pieces[-1] = _Piece(
+                segment, first.sentence, pieces[-1].text, True, first.queued, first.variant
+            )
         self._queue = deque([*kept[: places[0]], *pieces, *kept[places[0] :]])
         return True
 
@@ -380,11 +390,11 @@ class LanguageSpeaker:
         and the rest of its sentence, are spoken by the fallback (module docstring)."""
         fallback = self._voices.fallback if self._voices is not None else None
         if fallback is None or voice is fallback:
-            pcm = await self._call(voice, piece.text, rate)
+            pcm = await self._call(voice, piece, rate)
             return None if pcm is None else (voice, pcm)
         patience = max(0.0, self._play_until - self._clock()) + self.config.fallback_gap_s
         started = self._clock()
-        call = asyncio.ensure_future(self._call(voice, piece.text, rate))
+        call = asyncio.ensure_future(self._call(voice, piece, rate))
         done, _ = await asyncio.wait({call}, timeout=patience)
         if call in done:
             pcm = call.result()
@@ -395,10 +405,10 @@ class LanguageSpeaker:
         self._costs.learn(voice.name, len(piece.text), self._clock() - started)
         self.stats.stalls += 1
         self._sentence_voice = fallback
-        pcm = await self._call(fallback, piece.text, rate)
+        pcm = await self._call(fallback, piece, rate)
         return None if pcm is None else (fallback, pcm)
 
-    async def _call(self, voice: Synthesizer, text: str, rate: float) -> bytes | None:
+    async def _call(self, voice: Synthesizer, piece: _Piece, rate: float) -> bytes | None:
         """One synthesis in the voice's pool (fast voices have their own, so that they never
         wait behind a natural one; retried while a pool is saturated); its wall-clock cost
         is learnt. None if the voice failed (said once per failing run)."""
@@ -406,7 +416,7 @@ class LanguageSpeaker:
         started = self._clock()
         while True:
             try:
-                pcm = await run(voice.synthesize, text, rate)
+                pcm = await run(voice.synthesize, piece.text, rate, piece.variant)
                 break
             except Saturated:
                 await asyncio.sleep(0.1)
@@ -421,7 +431,7 @@ class LanguageSpeaker:
         self._failing = False
         assert isinstance(pcm, bytes)
         took = self._clock() - started
-        self._costs.learn(voice.name, len(text), took)
+        self._costs.learn(voice.name, len(piece.text), took)
         self.stats.synth_seconds += took
         return pcm
 
@@ -492,6 +502,15 @@ class SessionSpeaker:
         """Per language, over the whole session (a language's speaker may stop and restart
         as its audio listeners come and go)."""
         self._closing: set[asyncio.Task[None]] = set()
+        self._variants: dict[str, int] = {}
+        """Speaker id -> the variant of each voice that speaks them, in order of first
+        appearance (the first to speak gets the default voice)."""
+
+    def variant_of(self, caption: Caption) -> int:
+        """Which of a voice's voices speaks ``caption``: one per speaker of a panel."""
+        if caption.speaker is None:
+            return 0
+        return self._variants.setdefault(caption.speaker.id, len(self._variants))
 
     def set_languages(self, langs: frozenset[str]) -> None:
         """Speak exactly ``langs`` (those with a voice) from now on."""
@@ -522,7 +541,7 @@ class SessionSpeaker:
         if caption.rev:
             speaker.correct(caption)
         else:
-            speaker.say(caption)
+            speaker.say(caption, self.variant_of(caption))
 
     async def drain(self) -> None:
         for speaker in list(self.speakers.values()):

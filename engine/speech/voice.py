@@ -23,9 +23,12 @@ class Synthesizer(Protocol):
     name: str
     sample_rate: int
     kind: VoiceKind
+    variants: int
+    """How many distinct voices it speaks in (the speakers of a panel get different ones)."""
 
-    def synthesize(self, text: str, rate: float = 1.0) -> bytes:
-        """Speak ``text``; ``rate`` > 1 speaks faster (1.0 is the voice's normal speed)."""
+    def synthesize(self, text: str, rate: float = 1.0, variant: int = 0) -> bytes:
+        """Speak ``text``; ``rate`` > 1 speaks faster (1.0 is the voice's normal speed);
+        ``variant`` picks one of its voices (taken modulo ``variants``; 0 is the default)."""
         ...
 
 

@@ -87,3 +87,15 @@ def test_kokoro_speaks_french_and_faster_when_asked() -> None:
     assert voice is not None
     text = "Bonjour à tous, et merci d'être venus ce soir."
     assert len(voice.synthesize(text, 1.3)) < 0.9 * len(voice.synthesize(text, 1.0))
+
+
+def test_the_speakers_of_a_panel_get_other_styles_unless_a_style_is_pinned() -> None:
+    voice = VoiceBank(voice_plan({}, espeak=False, bundled=False)).load("es")
+    assert voice is not None and voice.variants == len(kokoro.SPEAKER_STYLES["es"])
+    text = "Buenos días a todos."
+    first, second = voice.synthesize(text, 1.0, 0), voice.synthesize(text, 1.0, 1)
+    assert first and second and first != second
+    assert voice.synthesize(text, 1.0, voice.variants) == first  # variants wrap around
+    pinned = VoiceBank(voice_plan({"es": "kokoro:jf_nezumi"}, espeak=False, bundled=False))
+    alone = pinned.load("es")
+    assert alone is not None and alone.variants == 1

@@ -14,7 +14,14 @@ from bench.textnorm import normalise
 from engine.audio import StreamResampler
 from engine.recognition.asr import DecodeOptions
 from models.catalog import ChecksumMismatch, ModelError, resolve_whisper
-from models.voices import JOE_FILES, VoiceBank, joe_voice_path, load_voice, voice_plan
+from models.voices import (
+    JOE_FILES,
+    EspeakSynthesizer,
+    VoiceBank,
+    joe_voice_path,
+    load_voice,
+    voice_plan,
+)
 from models.whisper import FasterWhisperTranscriber
 from tests.data import voice_texts
 
@@ -57,6 +64,15 @@ def test_espeak_spanish_fallback_speaks_recognisable_spanish() -> None:
     voice = load_voice(plan["es"])
     wer = _round_trip(voice, voice_texts("spa_Latn"), "base", "es")
     assert wer <= 0.5, wer
+
+
+@needs_espeak
+def test_espeak_gives_each_speaker_of_a_panel_a_variant_unless_one_is_pinned() -> None:
+    voice = EspeakSynthesizer("es")
+    assert voice.variants == len(EspeakSynthesizer.VARIANTS)
+    takes = {voice.synthesize("Buenos días.", 1.0, variant) for variant in range(voice.variants)}
+    assert len(takes) == voice.variants  # each sounds different
+    assert EspeakSynthesizer("es+m1").variants == 1
 
 
 def test_faster_rate_gives_shorter_audio() -> None:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from engine.events import Caption, ErrorEvent, Event, SpeechAudio
+from engine.events import Caption, ErrorEvent, Event, Speaker, SpeechAudio
 from engine.speech.speaker import LanguageSpeaker, PaceConfig, SessionSpeaker, speech_pieces
 from engine.speech.voice import LanguageVoices
 
@@ -36,9 +36,13 @@ class FakeVoice:
         self.delay = delay
         self.fail = fail
         self.calls: list[tuple[str, float]] = []
+        self.variant_calls: list[tuple[str, int]] = []
 
-    def synthesize(self, text: str, rate: float = 1.0) -> bytes:
+    variants = 3
+
+    def synthesize(self, text: str, rate: float = 1.0, variant: int = 0) -> bytes:
         self.calls.append((text, rate))
+        self.variant_calls.append((text, variant % self.variants))
         if self.fail:
             raise RuntimeError("voice broke")
         if self.delay or self.per_char:
@@ -184,6 +188,35 @@ async def test_session_speaker_speaks_only_languages_with_voices_and_listeners()
     assert speaker.speakers == {}
     assert speaker.stats["es"].pieces == 1
     assert asked == ["es"]
+    await speaker.close()
+
+
+async def test_the_speakers_of_a_panel_get_different_voices_in_the_order_they_spoke() -> None:
+    voice = FakeVoice()
+    fast = FakeVoice(name="fast", kind="fast")
+    sink = Sink()
+
+    async def source(lang: str) -> LanguageVoices:
+        return LanguageVoices(voice, fast)
+
+    speaker = SessionSpeaker(
+        source, _run_in_thread, sink.publish, spoken={"es"}, run_fast=_run_in_thread
+    )
+    speaker.set_languages(frozenset({"es"}))
+    ada, bo, audience = Speaker("s1", "Ada"), Speaker("s2", "Bo"), Speaker("audience", "Audience")
+    lines = [(ada, "Hola a todos."), (bo, "Gracias, Ada."), (ada, "Sigamos."), (audience, "¿Y?")]
+    for segment, (who, text) in enumerate(lines):
+        caption = Caption(segment, "es", False, "final", text, segment, segment + 1, speaker=who)
+        speaker.on_final(caption)
+    await asyncio.wait_for(speaker.drain(), 5)
+    assert [a.text for a in sink.audio] == [text for _, text in lines]  # the order they spoke
+    spoken = voice.variant_calls + fast.variant_calls
+    assert sorted(spoken, key=lambda call: [t for _, t in lines].index(call[0])) == [
+        ("Hola a todos.", 0),
+        ("Gracias, Ada.", 1),
+        ("Sigamos.", 0),
+        ("¿Y?", 2),
+    ]
     await speaker.close()
 
 
