@@ -94,20 +94,7 @@ class Editing:
                 raise Refused(Refusal.UNKNOWN_SEGMENT, f"segment {segment} has no final caption")
             if original.text == text:
                 return original
-            published = await session.publish(
-                Caption(
-                    segment=original.segment,
-                    lang=original.lang,
-                    source=True,
-                    state="final",
-                    text=text,
-                    start=original.start,
-                    end=original.end,
-                    stable=len(text),
-                    rev=original.rev + 1,
-                    speaker=original.speaker,
-                )
-            )
+            published = await session.publish(original.revised(text))
             assert isinstance(published, Caption)
             session.corrected(published, book.remakes(published))
             return published

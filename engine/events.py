@@ -77,6 +77,14 @@ class Caption:
         """The source segments this caption renders: ``sources``, or its own segment."""
         return self.sources or (self.segment,)
 
+    def revised(self, text: str) -> Caption:
+        """The next revision of this final with ``text`` (a person's correction, or its
+        translation re-made): same segment, span and speaker, ``rev`` one higher, to be
+        numbered anew."""
+        return dataclasses.replace(
+            self, text=text, stable=len(text), rev=self.rev + 1, seq=0, ts=0.0
+        )
+
 
 LanguageCounts = tuple[tuple[str, int], ...]
 """Listeners per language, ``(("en", 3), ("es", 2))``, sorted by language (hashable, so an

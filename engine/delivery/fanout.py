@@ -128,3 +128,33 @@ class Fanout:
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change()
+
+
+class FanoutSubscribers:
+    """The subscriber half of a :class:`engine.delivery.hub.Hub`, answered by the hub's own
+    :class:`Fanout` (``self.fanout``): both hubs compose one and share these methods."""
+
+    fanout: Fanout
+
+    def subscribe(
+        self,
+        code: str,
+        langs: frozenset[str],
+        since: int = 0,
+        *,
+        counted: bool = True,
+        audio: bool = False,
+    ) -> Subscription:
+        return self.fanout.subscribe(code, langs, since, counted=counted, audio=audio)
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self.fanout.unsubscribe(subscription)
+
+    def set_languages(self, subscription: Subscription, langs: frozenset[str]) -> None:
+        self.fanout.set_languages(subscription, langs)
+
+    def set_audio(self, subscription: Subscription, enabled: bool) -> None:
+        self.fanout.set_audio(subscription, enabled)
+
+    def last_seq(self, code: str) -> int:
+        return self.fanout.last_seq(code)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
 
-from engine.delivery.fanout import Fanout
-from engine.delivery.hub import Persist, RemoteChange, Subscription
+from engine.delivery.fanout import Fanout, FanoutSubscribers
+from engine.delivery.hub import Persist, RemoteChange
 from engine.events import Caption, Event
 
 
-class InMemoryHub:
+class InMemoryHub(FanoutSubscribers):
     """:class:`engine.delivery.hub.Hub` for one process: a :class:`Fanout` and a numbering."""
 
     def __init__(self, max_queue: int = 1000) -> None:
@@ -36,29 +36,6 @@ class InMemoryHub:
 
     def unavailable_reason(self) -> str | None:
         return None
-
-    def subscribe(
-        self,
-        code: str,
-        langs: frozenset[str],
-        since: int = 0,
-        *,
-        counted: bool = True,
-        audio: bool = False,
-    ) -> Subscription:
-        return self.fanout.subscribe(code, langs, since, counted=counted, audio=audio)
-
-    def unsubscribe(self, subscription: Subscription) -> None:
-        self.fanout.unsubscribe(subscription)
-
-    def set_languages(self, subscription: Subscription, langs: frozenset[str]) -> None:
-        self.fanout.set_languages(subscription, langs)
-
-    def set_audio(self, subscription: Subscription, enabled: bool) -> None:
-        self.fanout.set_audio(subscription, enabled)
-
-    def last_seq(self, code: str) -> int:
-        return self.fanout.last_seq(code)
 
     def listener_count(self, code: str) -> int:
         return self.fanout.listener_count(code)

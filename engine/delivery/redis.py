@@ -59,14 +59,13 @@ import redis.asyncio as aioredis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from engine.delivery.fanout import Fanout
+from engine.delivery.fanout import Fanout, FanoutSubscribers
 from engine.delivery.hub import (
     AudienceChanged,
     Corrected,
     Persist,
     RemoteChange,
     StateChanged,
-    Subscription,
     TermsFollowed,
 )
 from engine.delivery.redis_keys import Backoff, code_of, session_key
@@ -257,7 +256,7 @@ class ChangeFeed:
                 yield AudienceChanged(code)
 
 
-class RedisHub:
+class RedisHub(FanoutSubscribers):
     """:class:`engine.delivery.hub.Hub` shared by every node through one Redis (policies above).
 
     Local fan-out (queues, backfill from the session log, language switches) is a
@@ -509,29 +508,6 @@ class RedisHub:
                 self._waiters.append((code, future))
 
     # --- subscribers and the audience -----------------------------------------------------
-
-    def subscribe(
-        self,
-        code: str,
-        langs: frozenset[str],
-        since: int = 0,
-        *,
-        counted: bool = True,
-        audio: bool = False,
-    ) -> Subscription:
-        return self.fanout.subscribe(code, langs, since, counted=counted, audio=audio)
-
-    def unsubscribe(self, subscription: Subscription) -> None:
-        self.fanout.unsubscribe(subscription)
-
-    def set_languages(self, subscription: Subscription, langs: frozenset[str]) -> None:
-        self.fanout.set_languages(subscription, langs)
-
-    def set_audio(self, subscription: Subscription, enabled: bool) -> None:
-        self.fanout.set_audio(subscription, enabled)
-
-    def last_seq(self, code: str) -> int:
-        return self.fanout.last_seq(code)
 
     def local_audience(self, code: str) -> Audience:
         fanout = self.fanout

@@ -417,9 +417,13 @@ class SqliteSessionStore:
 
     def add_editor(self, code: str, token_hash: str, at: float) -> None:
         """Remember an editor token (its hash) of the session."""
+        self._add_token("editors", code, token_hash, at)
+
+    def _add_token(self, table: str, code: str, token_hash: str, at: float) -> None:
+        """Insert a token hash of the session into ``table`` (editors, listener_tokens)."""
         norm = normalise_code(code)
         query = (
-            "INSERT OR IGNORE INTO editors (session_id, token_hash, created_at) "
+            f"INSERT OR IGNORE INTO {table} (session_id, token_hash, created_at) "
             "SELECT id, ?, ? FROM sessions WHERE code = ?"
         )
 
@@ -442,20 +446,7 @@ class SqliteSessionStore:
 
     def add_listener_token(self, code: str, token_hash: str, at: float) -> None:
         """Remember a listener token the session granted (its hash)."""
-        norm = normalise_code(code)
-        query = (
-            "INSERT OR IGNORE INTO listener_tokens (session_id, token_hash, created_at) "
-            "SELECT id, ?, ? FROM sessions WHERE code = ?"
-        )
-
-        def work(conn: sqlite3.Connection) -> None:
-            if (
-                conn.execute(query, (token_hash, at, norm)).rowcount == 0
-                and not conn.execute("SELECT 1 FROM sessions WHERE code = ?", (norm,)).fetchone()
-            ):
-                raise UnknownSession(f"no session with code {norm!r}")
-
-        self._run(work)
+        self._add_token("listener_tokens", code, token_hash, at)
 
     def is_editor(self, code: str, token_hash: str) -> bool:
         """Whether the session has an editor token with this hash."""

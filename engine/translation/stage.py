@@ -545,21 +545,7 @@ class SessionTranslator:
             log.exception("re-making %s line %d failed", lane.target, line.segment)
             return
         async with lane.lock:
-            await self._publish(
-                Caption(
-                    segment=line.segment,
-                    lang=line.lang,
-                    source=False,
-                    state="final",
-                    text=text,
-                    start=line.start,
-                    end=line.end,
-                    stable=len(text),
-                    sources=line.sources,
-                    rev=line.rev + 1,
-                    speaker=line.speaker,
-                )
-            )
+            await self._publish(line.revised(text))
 
     async def _final_caption(self, lane: _Lane, sentence: Sentence) -> Caption | None:
         text = ""
