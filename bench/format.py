@@ -47,6 +47,18 @@ def slashed(values: Iterable[object]) -> str:
     return " / ".join(str(x) for x in values)
 
 
+def goal_lines(goals: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """A report's "## Goals" section: each goal's value, what it had to be, and whether it
+    was met (``goals``: name -> ``{"value", "goal", "met"}``)."""
+    lines = ["", "## Goals", ""]
+    for name, goal in goals.items():
+        lines.append(
+            f"- {name}: {goal['value']} (goal {goal['goal']}) — "
+            f"{'met' if goal['met'] else 'NOT met'}"
+        )
+    return lines
+
+
 def mib(size: int | None) -> float | None:
     """Bytes as MiB with one decimal, for the JSON reports (``None`` stays ``None``)."""
     return None if size is None else round(size / MIB, 1)

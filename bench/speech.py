@@ -37,7 +37,7 @@ from typing import Any
 import websockets
 
 from app.settings import Settings
-from bench.format import slashed, write_report_files
+from bench.format import goal_lines, slashed, write_report_files
 from bench.metrics import distribution, percentile
 from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
 from bench.replay import present
@@ -321,12 +321,7 @@ def report_markdown(report: dict[str, Any]) -> str:
                 f"{r['lag_s']['p50']} / {r['lag_s']['p95']} / {r['lag_s']['max']} | "
                 f"{r['lag_first_third_max_s']} / {r['lag_last_third_max_s']} |"
             )
-    lines += ["", "## Goals", ""]
-    for name, goal in report["goals"].items():
-        lines.append(
-            f"- {name}: {goal['value']} (goal {goal['goal']}) — "
-            f"{'met' if goal['met'] else 'NOT met'}"
-        )
+    lines += goal_lines(report["goals"])
     m = report["machine"]
     lines += [
         "",

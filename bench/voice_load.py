@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.captions import FileResult, measure_file
-from bench.format import fixed, write_report_files
+from bench.format import fixed, goal_lines, write_report_files
 from bench.metrics import distribution
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, load_recording, resolve_wavs
@@ -163,12 +163,7 @@ def report_markdown(report: dict[str, Any]) -> str:
             f"{fixed(final['p50'])} / {fixed(final['p95'])} | {row['wer']} | "
             f"{row['natural_chunks']} / {row['fast_chunks']} | {loads} |"
         )
-    lines += ["", "## Goals", ""]
-    for name, goal in report["goals"].items():
-        lines.append(
-            f"- {name}: {goal['value']} (goal {goal['goal']}) — "
-            f"{'met' if goal['met'] else 'NOT met'}"
-        )
+    lines += goal_lines(report["goals"])
     m = report["machine"]
     lines += [
         "",

@@ -33,7 +33,7 @@ from typing import Any
 import jiwer
 import numpy as np
 
-from bench.format import fixed, write_report_files
+from bench.format import fixed, goal_lines, write_report_files
 from bench.metrics import distribution
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN
@@ -272,12 +272,7 @@ def report_markdown(report: dict[str, Any]) -> str:
                 f"{fixed(peak['p50'])} / {fixed(peak['p95'])} / {fixed(peak['max'])} | "
                 f"{v['gain']} | {v.get('over_ceiling_share', '–')} |"
             )
-    lines += ["", "## Goals", ""]
-    for name, goal in report["goals"].items():
-        lines.append(
-            f"- {name}: {goal['value']} (goal {goal['goal']}) — "
-            f"{'met' if goal['met'] else 'NOT met'}"
-        )
+    lines += goal_lines(report["goals"])
     m = report["machine"]
     lines += [
         "",
