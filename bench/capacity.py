@@ -7,7 +7,9 @@ every presenter's lag stays under the limit (2 s) the whole time. Rounds go N = 
 up to ``--max`` against one server and stop at the first that fails; the capacity is the
 largest N that passed. With ``--speech LANG`` the first presenter's session also offers LANG
 and has one listener with audio on in it (Kokoro for es, fr, it, pt): one spoken language
-active on the server; the report is ``capacity-speech.*``.
+active on the server; the report is ``capacity-speech.*``. With ``--panel`` the N presenters
+are the N speakers of one session (a panel: the presenter and N - 1 speakers it added), each
+measured on their own captions; the report is ``capacity-panel.*``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench.format import (
     fixed,
     machine_line,
@@ -35,7 +39,7 @@ from bench.format import (
 from bench.metrics import Distribution, SendSchedule, distribution
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
-from bench.replay import Replay, ReplayError, present, replay, trimmed
+from bench.replay import Replay, ReplayError, create_session, present, replay, trimmed
 from bench.resources import CpuUse, RssSampler, cpu_snapshot, cpu_use, machine_info
 from bench.server import ServerHandle, server_arguments, server_under_test
 from bench.speech import ListenerLog, record_listener
@@ -79,12 +83,16 @@ def lag_series(schedule: SendSchedule, captions: Iterable[tuple[float, float]]) 
     return samples
 
 
-def caption_ends(recorded: Replay) -> list[tuple[float, float]]:
-    """``(arrival, end)`` of every source caption the presenter received, in order."""
+def caption_ends(recorded: Replay, speaker: str | None = None) -> list[tuple[float, float]]:
+    """``(arrival, end)`` of every source caption the presenter received, in order; of a
+    panel, only those of ``speaker`` (an id: each speaker's console receives everyone's; a
+    session of one speaker labels none)."""
     return [
         (r.arrival, float(m["end"]))
         for r in recorded.received
-        if (m := r.message).get("type") == "caption" and m.get("source", True)
+        if (m := r.message).get("type") == "caption"
+        and m.get("source", True)
+        and (speaker is None or (m.get("speaker") or {}).get("id", speaker) == speaker)
     ]
 
 
@@ -123,12 +131,14 @@ class PresenterLag:
         )
 
 
-def measure_presenter(recording: Recording, recorded: Replay) -> PresenterLag:
-    """Lag metrics of one completed replay (pure)."""
+def measure_presenter(
+    recording: Recording, recorded: Replay, speaker: str | None = None
+) -> PresenterLag:
+    """Lag metrics of one completed replay (pure); of a panel, of ``speaker``'s captions."""
     return PresenterLag(
         recording=recording.id,
         audio_s=recording.duration,
-        samples=tuple(lag_series(recorded.schedule, caption_ends(recorded))),
+        samples=tuple(lag_series(recorded.schedule, caption_ends(recorded, speaker))),
         end_lag_s=recorded.ended_at - recorded.schedule.send_times[-1],
         server_lag_max_s=server_lag_max(recorded),
     )
@@ -182,9 +192,13 @@ class CapacitySettings:
     ready_timeout: float = 120.0
     speech: str | None = None
     """A language the first presenter's session offers, with one listener hearing it."""
+    panel: bool = False
+    """The presenters are the speakers of one session."""
 
     @property
     def name(self) -> str:
+        if self.panel:
+            return "capacity-panel"
         return "capacity" if self.speech is None else "capacity-speech"
 
 
@@ -221,19 +235,62 @@ async def _present_with_listener(base_url: str, recording: Recording, lang: str)
     )
 
 
+async def _panel(base_url: str, recordings: Sequence[Recording]) -> list[PresenterLag]:
+    """One session; its presenter and ``len(recordings) - 1`` speakers it adds replay the
+    recordings at once, in real time, each measured on their own captions."""
+    try:
+        session = await create_session(base_url, f"bench panel of {len(recordings)}")
+        speakers: list[tuple[str, str]] = [("presenter", session["presenter_token"])]
+        async with httpx.AsyncClient(base_url=base_url, timeout=30.0) as client:
+            for k in range(1, len(recordings)):
+                response = await client.post(
+                    f"/api/sessions/{session['code']}/speakers",
+                    json={"name": f"Speaker {k + 1}", "language": "en"},
+                    headers={"Authorization": f"Bearer {session['presenter_token']}"},
+                )
+                if response.status_code != 201:
+                    raise ReplayError(f"POST .../speakers: {response.status_code} {response.text}")
+                added = response.json()
+                speakers.append((added["id"], added["token"]))
+    except ReplayError as error:
+        return [PresenterLag(r.id, r.duration, error=str(error)) for r in recordings]
+
+    async def one(recording: Recording, speaker: str, token: str) -> PresenterLag:
+        try:
+            recorded = await present(
+                base_url, {**session, "presenter_token": token}, recording, mode="realtime"
+            )
+        except ReplayError as error:
+            return PresenterLag(recording.id, recording.duration, error=str(error))
+        return measure_presenter(recording, recorded, speaker)
+
+    return list(
+        await asyncio.gather(
+            *(one(r, who, token) for r, (who, token) in zip(recordings, speakers, strict=True))
+        )
+    )
+
+
 async def run_round(
-    recordings: Sequence[Recording], server: ServerHandle, speech: str | None = None
+    recordings: Sequence[Recording],
+    server: ServerHandle,
+    speech: str | None = None,
+    panel: bool = False,
 ) -> CapacityRound:
-    """Replay every recording at once, each to its own session, in real time."""
+    """Replay every recording at once, each to its own session (or, ``panel``, each by a
+    speaker of one session), in real time."""
     load_before = os.getloadavg()
     async with RssSampler(server.pid) as rss:
         before = cpu_snapshot(server.pid, [])
-        presenters = await asyncio.gather(
-            *(
-                _present(server.base_url, r, speech if k == 0 else None)
-                for k, r in enumerate(recordings)
+        if panel:
+            presenters = await _panel(server.base_url, recordings)
+        else:
+            presenters = await asyncio.gather(
+                *(
+                    _present(server.base_url, r, speech if k == 0 else None)
+                    for k, r in enumerate(recordings)
+                )
             )
-        )
         cpu = cpu_use(before, cpu_snapshot(server.pid, []))
     return CapacityRound(
         presenters=tuple(presenters),
@@ -259,7 +316,9 @@ async def run_capacity(settings: CapacitySettings) -> list[CapacityRound]:
         settings.url, settings.server_pid, log_path, settings.ready_timeout
     ) as server:
         for count in range(1, settings.max_presenters + 1):
-            run = await run_round(presenter_recordings(recordings, count), server, settings.speech)
+            run = await run_round(
+                presenter_recordings(recordings, count), server, settings.speech, settings.panel
+            )
             rounds.append(run)
             if not run.passed(settings.lag_limit_s):
                 break
@@ -469,6 +528,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LANG",
         help="the first presenter's session also offers LANG, with one listener hearing it",
     )
+    parser.add_argument(
+        "--panel",
+        action="store_true",
+        help="the presenters of a round are the speakers of one session (a panel)",
+    )
     parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
     parser.add_argument("--out", type=Path, default=RESULTS)
     return parser
@@ -491,7 +555,11 @@ def main(argv: Sequence[str]) -> int:
         server_pid=args.server_pid,
         ready_timeout=args.ready_timeout,
         speech=args.speech,
+        panel=args.panel,
     )
+    if settings.panel and settings.speech:
+        print("--panel and --speech are separate rounds: give one", file=sys.stderr)
+        return 2
     rounds = asyncio.run(run_capacity(settings))
     paths, markdown = write_report(
         rounds, settings, shlex.join(["python", "-m", "bench", "capacity", *argv])

@@ -246,10 +246,11 @@ async def stream_recording(
 
 
 def run_bench_against(
-    server: ServerProcess, out: Path, name: str, args: Sequence[str]
+    server: ServerProcess, out: Path, name: str, args: Sequence[str], report: str | None = None
 ) -> dict[str, Any]:
     """``python -m bench NAME ARGS`` against the running ``server`` (its CPU measured by
-    pid), writing into ``out``; returns the JSON report ``out/NAME.json``."""
+    pid), writing into ``out``; returns the JSON report ``out/REPORT.json`` (REPORT: NAME
+    unless given)."""
     import json
 
     from bench.__main__ import main
@@ -258,5 +259,5 @@ def run_bench_against(
     pid = str(server.process.pid)
     code = main([name, *args, "--url", server.url, "--server-pid", pid, "--out", str(out)])
     assert code == 0
-    report: dict[str, Any] = json.loads((out / f"{name}.json").read_text())
-    return report
+    data: dict[str, Any] = json.loads((out / f"{report or name}.json").read_text())
+    return data

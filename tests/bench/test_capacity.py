@@ -87,6 +87,20 @@ def test_caption_ends_take_source_captions_only() -> None:
     assert server_lag_max(message_replay([source])) is None
 
 
+def test_caption_ends_of_a_panel_take_one_speaker_only() -> None:
+    caption = {"type": "caption", "source": True, "state": "final"}
+    recorded = message_replay(
+        [
+            {**caption, "end": 0.4, "speaker": {"id": "presenter", "name": "Ada"}},
+            {**caption, "end": 2.0, "speaker": {"id": "s2", "name": "Bo"}},
+            {**caption, "end": 0.8, "speaker": {"id": "presenter", "name": "Ada"}},
+        ]
+    )
+    assert [end for _, end in caption_ends(recorded, "presenter")] == [0.4, 0.8]
+    assert [end for _, end in caption_ends(recorded, "s2")] == [2.0]
+    assert [end for _, end in caption_ends(recorded)] == [0.4, 2.0, 0.8]
+
+
 def presenter(lags: list[float], error: str | None = None) -> PresenterLag:
     samples = tuple(
         LagSample(at=float(k), sent=float(k) + lag, covered=float(k)) for k, lag in enumerate(lags)
@@ -206,3 +220,31 @@ def test_capacity_one_presenter_real_round(server: ServerProcess, tmp_path: Path
     assert report["capacity"] == (1 if one["passed"] else 0)
     assert run["server"]["cpu_cores"] > 0
     assert run["server"]["rss_peak_mib"] >= run["server"]["rss_start_mib"] > 0
+
+
+@pytest.mark.model
+def test_capacity_panel_round_streams_two_speakers_of_one_session(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    seconds = 8.0
+    report = run_bench_against(
+        server,
+        tmp_path,
+        "capacity",
+        [
+            "--panel",
+            "--max",
+            "2",
+            "--lag-limit",
+            "30",
+            "--seconds",
+            str(seconds),
+            "--files",
+            str(SONNET),
+        ],
+        report="capacity-panel",
+    )
+    assert (tmp_path / "capacity-panel.md").read_text().startswith("# Capacity benchmark")
+    assert [len(r["per_presenter"]) for r in report["rounds"]] == [1, 2]
+    two = report["rounds"][1]["per_presenter"]
+    assert all(p["error"] is None and p["lag_s"]["count"] >= 1 for p in two), two
