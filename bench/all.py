@@ -1,5 +1,5 @@
-"""``python -m bench all``: every benchmark, one after another, then the plots and README.md's
-"Measured" tables.
+"""``python -m bench all``: every benchmark, one after another, then the plots and the goal
+tables of docs/metrics.md.
 
 Each benchmark runs as its own ``python -m bench <name>`` process (a fresh interpreter, so one
 benchmark's memory and threads never weigh on the next) and writes its own reports as when run
@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.paths import REPO, RESULTS
 
 DEFAULT_OUT = RESULTS
-README = REPO / "README.md"
+DOC = REPO / "docs" / "metrics.md"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,17 @@ class Step:
 
 
 STEPS: tuple[Step, ...] = (
-    Step("captions", ("captions", "--mode", "realtime"), "live captions, real time"),
+    Step(
+        "captions",
+        ("captions", "--mode", "realtime", "--classes", "all"),
+        "live captions, real time, every speech class",
+    ),
+    Step(
+        "detect",
+        ("detect", "--out", "bench/results/detect.md"),
+        "language detection loses no words",
+    ),
+    Step("routes", ("routes",), "every candidate translation route, offline"),
     Step("translation", ("translation",), "Apertium text, FLEURS speech, translation latency"),
     Step("speech", ("speech",), "spoken translation: voices, first audio, lag"),
     Step("voices", ("voices",), "round-trip WER of every voice and Kokoro style"),
@@ -49,8 +59,11 @@ STEPS: tuple[Step, ...] = (
     Step(
         "capacity-speech",
         ("capacity", "--speech", "es"),
-        "simultaneous presenters, each with a Kokoro listener",
+        "simultaneous presenters, one with a Kokoro listener",
     ),
+    Step("capacity-panel", ("capacity", "--panel"), "the speakers of one panel at once"),
+    Step("panel", ("panel",), "two speakers in two languages, and a question"),
+    Step("churn", ("churn",), "2,000 short sessions, memory flat"),
     Step("webrtc", ("webrtc",), "WebRTC versus WebSocket"),
     Step("screen", ("screen",), "the venue screen's subtitles; listeners with a slow push"),
     Step("peer", ("peer",), "side by side with WhisperLiveKit (needs .venv-peer)"),
@@ -83,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run these optional steps (soak: 30 minutes), after the others",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument("--doc", type=Path, default=DOC)
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--stop-on-failure", action="store_true")
     parser.add_argument("--no-summary", action="store_true", help="skip plots and the summary")
@@ -113,8 +126,8 @@ def commands(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     if not args.no_summary:
         results = ["--results", str(args.out)] if args.out != DEFAULT_OUT else []
         lines.append(("plots", [python, "-m", "bench", "plots", *results]))
-        readme = ["--readme", str(args.readme)] if args.readme != README else []
-        lines.append(("summary", [python, "-m", "bench", "summary", *results, *readme]))
+        doc = ["--doc", str(args.doc)] if args.doc != DOC else []
+        lines.append(("summary", [python, "-m", "bench", "summary", *results, *doc]))
     return lines
 
 

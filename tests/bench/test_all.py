@@ -18,7 +18,7 @@ def test_dry_run_lists_every_benchmark_then_plots_and_summary(capsys: Any) -> No
     assert bench_main(["all", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert _names(out) == [s.name for s in STEPS] + ["plots", "summary"]
-    assert f"captions: {sys.executable} -m bench captions --mode realtime\n" in out
+    assert f"captions: {sys.executable} -m bench captions --mode realtime --classes all\n" in out
     assert f"talk-detect: {sys.executable} -m bench talk --detect\n" in out
     assert f"summary: {sys.executable} -m bench summary\n" in out
     assert {"captions", "translation", "speech", "talk", "fanout", "capacity", "webrtc"} <= set(
@@ -36,7 +36,7 @@ def test_dry_run_skip_with_only_and_out(capsys: Any, tmp_path: Path) -> None:
     assert main(["--dry-run", "--only", "webrtc", "captions", "--out", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert _names("\n".join(lines)) == ["captions", "webrtc", "plots", "summary"]
-    assert lines[0].endswith(f"bench captions --mode realtime --out {tmp_path}")
+    assert lines[0].endswith(f"bench captions --mode realtime --classes all --out {tmp_path}")
     assert lines[2].endswith(f"bench plots --results {tmp_path}")
 
     assert main(["--dry-run", "--only", "speech", "--no-summary"]) == 0
