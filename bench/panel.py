@@ -32,7 +32,7 @@ import websockets
 
 from bench.alignment import word_errors
 from bench.capacity import LAG_LIMIT_S, LagSample, lag_series
-from bench.format import machine_line, slashed, utc_now, write_report_files
+from bench.format import fixed, machine_line, utc_now, write_report_files
 from bench.metrics import distribution
 from bench.paths import RESULTS
 from bench.recordings import Recording
@@ -266,7 +266,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         lines.append(
             f"| {row['speaker']} | {row['lang']} | {row['audio_s']} | {row['wer_alone']} | "
             f"{row['wer_together']} | {row['wer_ratio']} | "
-            f"{slashed([row['lag_p50_s'], row['lag_p95_s'], row['lag_max_s']])} | "
+            f"{' / '.join(fixed(row[k]) for k in ('lag_p50_s', 'lag_p95_s', 'lag_max_s'))} | "
             f"{row['finals_translated']} of {row['finals']} |"
         )
     lines += [
