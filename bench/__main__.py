@@ -1,6 +1,6 @@
 """Command line: ``python -m bench <command> [options]``; ``python -m bench <command> --help``
 for a command's options. Metric definitions: docs/metrics.md. ``python -m bench all`` runs
-every benchmark; ``plots`` and ``summary`` regenerate the PNG plots and README.md's "Measured"
+every benchmark; ``plots`` and ``summary`` regenerate the PNG plots and docs/metrics.md's goal
 tables from the reports.
 
 Benches run from a checkout (they are not part of the installed package): each command is a
@@ -100,7 +100,7 @@ COMMANDS: dict[str, Command] = {
     "all": Command("bench.all", "every benchmark in turn, then plots and summary"),
     "plots": Command("bench.plots", "PNG plots from bench/results/*.json (no rerun)"),
     "summary": Command(
-        "bench.summary", 'README.md\'s "Measured" tables from bench/results/*.json (no rerun)'
+        "bench.summary", "the goal tables of docs/metrics.md from bench/results/*.json (no rerun)"
     ),
 }
 """Every command, in the order ``--help`` lists them."""

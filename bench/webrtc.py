@@ -114,7 +114,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"The WebRTC end lag includes the {TAIL_SILENCE_S} s of silence sent after the "
         "recording before `stop` (so its last packets are decoded first).",
         "- One run per transport on a shared machine: differences of a few hundredths of WER "
-        "or a tenth of a second are within run-to-run noise (see README, Measured).",
+        "or a tenth of a second are within run-to-run noise (docs/metrics.md, "
+        "'Results before the 2026-12 wave').",
         "",
         "| metric | WebSocket | WebRTC |",
         "|---|---|---|",

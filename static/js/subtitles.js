@@ -2,7 +2,7 @@
 // screen, the stream overlay and the console's preview all use it.
 //
 // Each line is one element, `<p class="caption-line">`: the documented hook for custom CSS in
-// OBS (README, "Stream overlay"). Inside it: `.caption-speaker` (a speaker's name, on a change
+// OBS (README, "At an event"; docs/protocol.md, "Additions for events"). Inside it: `.caption-speaker` (a speaker's name, on a change
 // of speaker), `.caption-text` (final words) and `.caption-draft` (words still being
 // recognised, only ever on the last line). Attributes: `data-state` (`final`, `draft` when the
 // line holds only a draft), `data-corrected` (a person corrected it), `data-speaker` (0, 1, ...
