@@ -148,6 +148,11 @@ class Presenting:
         language = self.language_of(speaker, request.language)
         if self.live_streams() >= self.max_live_streams:
             raise Refused(Refusal.AT_CAPACITY, "server is at its limit of live streams")
+        if self._registry.behind():
+            raise Refused(
+                Refusal.AT_CAPACITY,
+                "the server is behind with the streams it has; try again when it catches up",
+            )
         stream = session.open_stream(
             speaker,
             request.sample_rate,

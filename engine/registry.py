@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 
 from engine.factory import SessionFactory
+from engine.recognition.shedding import Shed
 from engine.session import Session
 from engine.store.base import (
     CodeTaken,
@@ -53,8 +54,17 @@ class SessionRegistry:
         return iter(list(self._sessions.values()))
 
     def live_streams(self) -> int:
-        """Presenter streams open in this process."""
-        return sum(1 for session in self._sessions.values() if session.live)
+        """Presenter streams open in this process (a panel's speakers each count)."""
+        return sum(len(session.live_streams) for session in self._sessions.values())
+
+    def behind(self) -> bool:
+        """Whether a live stream of this process is so far behind that it sheds drafts
+        (engine/recognition/shedding.py): the machine carries no more streams now."""
+        return any(
+            stream.recognizer.shed >= Shed.DRAFTS
+            for session in self._sessions.values()
+            for stream in session.live_streams
+        )
 
     async def create(
         self,

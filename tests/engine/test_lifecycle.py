@@ -24,6 +24,7 @@ from engine.presenting import Presentation, Presenting, StartRequest
 from engine.recognition.asr import DecodeOptions
 from engine.recognition.recognizer import RecognizerConfig
 from engine.recognition.resources import Recognition
+from engine.recognition.shedding import Shed
 from engine.refusals import Refusal, Refused
 from engine.registry import SessionRegistry
 from engine.session import Session, SessionPorts
@@ -176,6 +177,27 @@ async def test_one_stream_per_session_and_the_server_limit(engine: Engine) -> No
     await presentation.release()
     later = await engine.presenting.start(second, StartRequest(second_token, 16000))
     await later.release()
+
+
+async def test_a_panels_speakers_each_count_and_a_server_behind_takes_no_more(
+    engine: Engine,
+) -> None:
+    engine.presenting.max_live_streams = 3
+    panel, token = await engine.registry.create("Panel", "en", ())
+    _, bo_token = await panel.add_speaker("Bo", "en")
+    _, cy_token = await panel.add_speaker("Cy", "en")
+    first = await engine.presenting.start(panel, StartRequest(token, 16000))
+    second = await engine.presenting.start(panel, StartRequest(bo_token, 16000))
+    assert engine.presenting.live_streams() == 2  # streams, not sessions
+    first.stream.recognizer.shed = Shed.DRAFTS  # as when recognition has fallen far behind
+    with pytest.raises(Refused) as behind:
+        await engine.presenting.start(panel, StartRequest(cy_token, 16000))
+    assert behind.value.reason is Refusal.AT_CAPACITY and "behind" in behind.value.message
+    first.stream.recognizer.shed = Shed.NONE  # caught up
+    third = await engine.presenting.start(panel, StartRequest(cy_token, 16000))
+    assert engine.presenting.live_streams() == 3
+    for presentation in (first, second, third):
+        await presentation.release()
 
 
 async def test_bad_audio_is_refused_and_the_stream_still_finalises(engine: Engine) -> None:
