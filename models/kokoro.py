@@ -81,6 +81,8 @@ loudest measured sentence peaks under engine/speech/gain.py's ceiling (docs/metr
 "Natural voices")."""
 
 _PAUSES = ((re.compile(r"[.!?…]$"), 0.25), (re.compile(r"[,;:—]$"), 0.12))
+_SPOKEN = re.compile(r"\w")
+"""Text with something to say (a letter or a digit)."""
 _WORD_PAUSE = 0.05
 """Seconds of silence after a piece that ends a sentence, a clause, or only a word: the
 model's own silence is trimmed, and pieces play back to back."""
@@ -187,8 +189,10 @@ class KokoroSynthesizer:
 
     def synthesize(self, text: str, rate: float = 1.0, variant: int = 0) -> bytes:
         style = self.styles[variant % self.variants]
-        samples = self._model.create(text, style, self.lang, speed=rate)
         pause = next((s for pattern, s in _PAUSES if pattern.search(text.strip())), _WORD_PAUSE)
+        if not _SPOKEN.search(text):  # only punctuation: Kokoro has no phonemes for it
+            return b"\x00\x00" * int(pause * SAMPLE_RATE)
+        samples = self._model.create(text, style, self.lang, speed=rate)
         return pcm16(samples, STYLE_GAIN.get(style, 1.0)) + b"\x00\x00" * int(pause * SAMPLE_RATE)
 
     def warm(self) -> None:

@@ -16,6 +16,7 @@ import re
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+")
 _CLAUSE_END = re.compile(r"(?<=[,;:，；：、—])\s+")
+_SPOKEN = re.compile(r"\w")
 _MIN_CLAUSE = 24
 _MIN_LEAD = 12
 _CLAUSE_SLACK = 16
@@ -26,7 +27,9 @@ def speech_pieces(text: str, clause_chars: int = 80, lead_chars: int = 48) -> li
     """Split ``text`` into sentences, each a list of pieces to synthesise one at a time
     (module docstring). ``lead_chars`` is about the longest first piece; pieces after it
     double in length until they reach ``clause_chars``."""
-    sentences = [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    sentences = _with_silent_joined(
+        [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    )
     result: list[list[str]] = []
     for index, sentence in enumerate(sentences):
         lead: list[str] = []
@@ -37,6 +40,25 @@ def speech_pieces(text: str, clause_chars: int = 80, lead_chars: int = 48) -> li
             continue
         result.append([*lead, *_clauses(sentence)])
     return result
+
+
+def _with_silent_joined(parts: list[str]) -> list[str]:
+    """``parts`` with what has nothing to say (only punctuation: the "»" after « bonjour. »)
+    joined to the part before it, alone or at the head of the next: a voice cannot speak it
+    alone, and it belongs to the sentence it closes."""
+    joined: list[str] = []
+    for part in parts:
+        head, _, rest = part.partition(" ")
+        if joined and not _SPOKEN.search(head):  # "» Puis ...": the quote closes the last one
+            joined[-1] = f"{joined[-1]} {head}"
+            part = rest.strip()
+        if not part:
+            continue
+        if joined and not _SPOKEN.search(part):
+            joined[-1] = f"{joined[-1]} {part}"
+        else:
+            joined.append(part)
+    return joined
 
 
 def _clauses(sentence: str) -> list[str]:

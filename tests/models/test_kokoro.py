@@ -96,6 +96,7 @@ def test_the_speakers_of_a_panel_get_other_styles_unless_a_style_is_pinned() -> 
     first, second = voice.synthesize(text, 1.0, 0), voice.synthesize(text, 1.0, 1)
     assert first and second and first != second
     assert voice.synthesize(text, 1.0, voice.variants) == first  # variants wrap around
+    assert voice.synthesize("»") == b"\x00\x00" * len(voice.synthesize("»")[::2])  # silence
     pinned = VoiceBank(voice_plan({"es": "kokoro:jf_nezumi"}, espeak=False, bundled=False))
     alone = pinned.load("es")
     assert alone is not None and alone.variants == 1

@@ -92,6 +92,9 @@ def test_pieces_split_sentences_and_long_sentences_at_clauses() -> None:
         " ".join(first[0]) == "The quick brown fox jumps over the lazy dog and runs into the wood."
     )
     assert speech_pieces("   ") == []
+    # Nothing to say alone: a closing quote after a sentence's stop stays with its sentence.
+    quoted = speech_pieces("Il a dit « bonjour. » Puis il est parti.")
+    assert quoted == [["Il a dit « bonjour. »"], ["Puis il est parti."]]
 
 
 async def test_every_final_is_spoken_in_order_with_its_last_piece_marked() -> None:
