@@ -33,11 +33,11 @@ def _prepare(settings: Settings) -> None:
         from models.voices import verify_voice, voice_plan
 
         plan = voice_plan(settings.voices, natural=settings.natural_voices)
-        for language, spec in sorted(plan.items()):
-            if spec.backend == "piper":
-                verify_voice(spec)
-                print(f"voice {language}: {spec.name} at {spec.model}")
-        kokoro = sorted(lang for lang, spec in plan.items() if spec.backend == "kokoro")
+        for language, voice in sorted(plan.items()):
+            if voice.backend == "piper":
+                verify_voice(voice)
+                print(f"voice {language}: {voice.name} at {voice.model}")
+        kokoro = sorted(lang for lang, voice in plan.items() if voice.backend == "kokoro")
         if kokoro:
             files = kokoro_files(settings.cache_dir)
             print(f"voice {', '.join(kokoro)}: Kokoro at {files.model}")

@@ -125,9 +125,10 @@ async def ask(request: Request) -> Response:
         if isinstance(data, JSONResponse):
             return data
         lang = _language(session, data.get("lang"))
-        text = data.get("text")
-        if not isinstance(text, str):
+        typed = data.get("text")
+        if not isinstance(typed, str):
             return error(422, "text must be a string")
+        text = typed
     question = await session.ask(asker, lang, text)
     return JSONResponse(question_json(question), status_code=202)
 

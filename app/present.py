@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -54,7 +55,7 @@ class ProtocolViolation(Exception):
         self.reason = reason
 
 
-def parse_start(message: dict[str, Any]) -> StartRequest:
+def parse_start(message: Mapping[str, Any]) -> StartRequest:
     """The :class:`StartRequest` of a well-formed ``start`` message (the engine checks what
     it asks for)."""
     text = message.get("text")

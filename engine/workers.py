@@ -52,8 +52,7 @@ class WorkerPool:
         self._executor = ThreadPoolExecutor(
             max_workers=threads,
             thread_name_prefix=name,
-            initializer=_lower_priority if nice > 0 else None,
-            initargs=(nice,) if nice > 0 else (),
+            initializer=functools.partial(_lower_priority, nice) if nice > 0 else None,
         )
         self._pending = 0
         self.busy_seconds = 0.0
