@@ -51,9 +51,11 @@ def test_an_editor_fixes_a_line_by_keyboard_and_a_spanish_listener_sees_it(
 
     listener = open_page(browser, console_log, **PHONE)
     listener.goto(f"{live_server}/s/{code}?lang=es")
-    spanish = listener.locator("#captions .caption-translation[data-state='final']").first
-    expect(spanish).to_be_visible(timeout=30_000)
-    before = spanish.text_content() or ""
+    listener.wait_for_function(
+        "() => window.interpCaptions && window.interpCaptions.finals('es').length > 0",
+        timeout=30_000,
+    )
+    before = listener.evaluate("() => window.interpCaptions.finals('es')")
 
     page = open_page(browser, console_log, **LAPTOP)
     page.goto(f"{live_server}{editor['edit_url']}")
@@ -75,15 +77,20 @@ def test_an_editor_fixes_a_line_by_keyboard_and_a_spanish_listener_sees_it(
     expect(first).to_contain_text("Quilter")
     expect(page.locator(".edit-offer-term", has_text="Quilter")).to_be_visible()
 
-    # The listener's lines are replaced in place, marked as corrected.
-    source = listener.locator("#captions .caption-source[data-state='final']").first
-    expect(source).to_have_attribute("data-rev", "1", timeout=10_000)
-    expect(source).to_have_text(FIXED)
-    expect(spanish).to_have_attribute("data-rev", "1", timeout=10_000)
-    expect(spanish).to_contain_text("Quilter")
-    assert spanish.text_content() != before
-    rows = listener.locator("#captions .caption-row")
-    assert rows.count() == len({e["segment"] for e in run.finals() if e["source"]})
+    # The listener's Spanish lines are replaced in place and marked as corrected (subtitle
+    # lines, static/js/subtitle-state.js); the corrected source reached the page too.
+    listener.wait_for_function(
+        "() => window.interpCaptions.finals('es').some(([, text]) => text.includes('Quilter'))",
+        timeout=10_000,
+    )
+    source_finals = listener.evaluate("() => window.interpCaptions.finals('en')")
+    assert FIXED in [text for _, text in source_finals]
+    corrected = listener.locator("#captions .caption-line[data-corrected]", has_text="Quilter")
+    expect(corrected.first).to_be_visible(timeout=10_000)
+    after = listener.evaluate("() => window.interpCaptions.finals('es')")
+    assert after != before
+    covered = listener.evaluate("() => window.interpCaptions.covered('es')")
+    assert set(covered) == {e["segment"] for e in run.finals() if e["source"]}
 
     # Adding the offered term by keyboard: it joins the term list.
     page.locator(".edit-offer-term", has_text="Quilter").focus()

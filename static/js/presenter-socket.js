@@ -16,7 +16,7 @@ const CLOSE_REASONS = {
   1008: 'Not allowed: this presenter link is invalid or the session has ended.',
   1009: 'An audio message was too large.',
   1011: 'The server hit an internal error.',
-  1013: 'The server is busy or another stream is already presenting. Try again shortly.',
+  1013: 'The server is busy, or this session is already live on another device. Try again shortly.',
 };
 
 export class SocketClosedError extends Error {

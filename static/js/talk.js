@@ -351,6 +351,15 @@ function onCaption(event, fromTurn = null) {
   entry[slot] = {
     lang: event.lang, text: String(event.text || ''), state: event.state, seq: event.seq,
   };
+  if (!event.source && event.state === 'final' && Array.isArray(event.sources)) {
+    // A translation final covers its whole sentence (docs/protocol.md, "sources"): it
+    // replaces the drafts of every segment it covers; its text stays on its first segment.
+    for (const covered of event.sources) {
+      const other = segments.get(covered);
+      if (covered === event.segment || !other) continue;
+      other.translation = { lang: event.lang, text: '', state: 'final', seq: event.seq };
+    }
+  }
   if (event.source && turn.lang === null) {
     // Automatic detection: the server says which language it heard.
     turn.lang = event.lang;

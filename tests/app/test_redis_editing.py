@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,31 +15,11 @@ import pytest
 import websockets
 
 from tests.data import ENGLISH
-from tests.support import RedisServer, ServerProcess, create_session, read_wav, stream_recording
+from tests.support import ServerProcess, create_session, read_wav, stream_recording
 
 pytestmark = pytest.mark.skipif(
     shutil.which("apertium") is None, reason="Debian apertium not installed"
 )
-
-
-@pytest.fixture
-def nodes(redis_server: RedisServer, tmp_path: Path) -> Iterator[list[ServerProcess]]:
-    env = {
-        "REDIS_URL": redis_server.url,
-        "INTERP_MAX_AUDIO_SPEED": "8",
-        "INTERP_SESSION_RATE": "0",
-        "INTERP_MULTILINGUAL": "0",
-        "INTERP_SPEECH": "0",
-    }
-    servers = []
-    try:
-        for name in ("a", "b"):
-            (tmp_path / name).mkdir()
-            servers.append(ServerProcess(tmp_path / name, env=env).start())
-        yield servers
-    finally:
-        for server in servers:
-            server.stop()
 
 
 async def follow(url: str, events: list[dict[str, Any]], stop: asyncio.Event) -> None:

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
-import pytest
 import websockets
 
 from tests.data import SONNET
@@ -60,26 +58,6 @@ class Follower:
                 self.last_seq = max(self.last_seq, int(event["seq"]))
                 if event["type"] == "caption" and event["state"] == "final":
                     self.finals.setdefault((event["segment"], event["lang"]), event["text"])
-
-
-@pytest.fixture
-def nodes(redis_server: RedisServer, tmp_path: Path) -> Iterator[list[ServerProcess]]:
-    env = {
-        "REDIS_URL": redis_server.url,
-        "INTERP_MAX_AUDIO_SPEED": "8",
-        "INTERP_SESSION_RATE": "0",
-        "INTERP_MULTILINGUAL": "0",
-        "INTERP_SPEECH": "0",
-    }
-    servers = []
-    try:
-        for name in ("a", "b"):
-            (tmp_path / name).mkdir()
-            servers.append(ServerProcess(tmp_path / name, env=env).start())
-        yield servers
-    finally:
-        for server in servers:
-            server.stop()
 
 
 async def wait_for_status(url: str, status: int, within: float = 20.0) -> dict[str, str]:
