@@ -24,8 +24,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from bench.format import (
     fixed,
     machine_line,
@@ -39,7 +37,15 @@ from bench.format import (
 from bench.metrics import Distribution, SendSchedule, distribution
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, default_wavs, load_recording, resolve_wavs
-from bench.replay import Replay, ReplayError, create_session, present, replay, trimmed
+from bench.replay import (
+    Replay,
+    ReplayError,
+    add_speaker,
+    create_session,
+    present,
+    replay,
+    trimmed,
+)
 from bench.resources import CpuUse, RssSampler, cpu_snapshot, cpu_use, machine_info
 from bench.server import ServerHandle, server_arguments, server_under_test
 from bench.speech import ListenerLog, record_listener
@@ -241,17 +247,9 @@ async def _panel(base_url: str, recordings: Sequence[Recording]) -> list[Present
     try:
         session = await create_session(base_url, f"bench panel of {len(recordings)}")
         speakers: list[tuple[str, str]] = [("presenter", session["presenter_token"])]
-        async with httpx.AsyncClient(base_url=base_url, timeout=30.0) as client:
-            for k in range(1, len(recordings)):
-                response = await client.post(
-                    f"/api/sessions/{session['code']}/speakers",
-                    json={"name": f"Speaker {k + 1}", "language": "en"},
-                    headers={"Authorization": f"Bearer {session['presenter_token']}"},
-                )
-                if response.status_code != 201:
-                    raise ReplayError(f"POST .../speakers: {response.status_code} {response.text}")
-                added = response.json()
-                speakers.append((added["id"], added["token"]))
+        for k in range(1, len(recordings)):
+            added = await add_speaker(base_url, session, f"Speaker {k + 1}", "en")
+            speakers.append((added["id"], added["token"]))
     except ReplayError as error:
         return [PresenterLag(r.id, r.duration, error=str(error)) for r in recordings]
 

@@ -36,7 +36,7 @@ from bench.format import fixed, machine_line, utc_now, write_report_files
 from bench.metrics import distribution
 from bench.paths import RESULTS
 from bench.recordings import Recording
-from bench.replay import Replay, present
+from bench.replay import Replay, add_speaker, present
 from bench.resources import machine_info
 from bench.server import server_arguments, server_under_test
 from bench.textnorm import normalise_words
@@ -117,17 +117,6 @@ async def _session(client: httpx.AsyncClient, title: str) -> dict[str, Any]:
     return data
 
 
-async def _add_speaker(client: httpx.AsyncClient, session: Mapping[str, Any]) -> dict[str, Any]:
-    response = await client.post(
-        f"/api/sessions/{session['code']}/speakers",
-        json={"name": "Ana", "language": "es"},
-        headers={"Authorization": f"Bearer {session['presenter_token']}"},
-    )
-    response.raise_for_status()
-    data: dict[str, Any] = response.json()
-    return data
-
-
 async def run(base_url: str, english: Talk, spanish: Talk) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
         # Alone: each talk in a session of its own (the Spanish one by its speaker).
@@ -136,7 +125,7 @@ async def run(base_url: str, english: Talk, spanish: Talk) -> dict[str, Any]:
             session = await _session(client, f"alone {item.lang}")
             token = session["presenter_token"]
             if item.lang == "es":
-                token = (await _add_speaker(client, session))["token"]
+                token = (await add_speaker(base_url, session, "Ana", "es"))["token"]
             replay = await present(
                 base_url,
                 {**session, "presenter_token": token},
@@ -148,7 +137,7 @@ async def run(base_url: str, english: Talk, spanish: Talk) -> dict[str, Any]:
             )
         # Together: one session, two speakers, two listeners.
         session = await _session(client, "panel")
-        ana = await _add_speaker(client, session)
+        ana = await add_speaker(base_url, session, "Ana", "es")
         base = base_url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
         heard: dict[str, list[tuple[float, dict[str, Any]]]] = {"en": [], "es": []}
         stop = asyncio.Event()

@@ -100,6 +100,23 @@ async def create_session(base_url: str, title: str) -> dict[str, Any]:
     return body
 
 
+async def add_speaker(
+    base_url: str, session: Mapping[str, Any], name: str, language: str
+) -> dict[str, Any]:
+    """``POST /api/sessions/{code}/speakers`` with the presenter token (a panel's speaker);
+    returns the 201 body (``id``, ``token``, ``present_url``)."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=30.0) as client:
+        response = await client.post(
+            f"/api/sessions/{session['code']}/speakers",
+            json={"name": name, "language": language},
+            headers={"Authorization": f"Bearer {session['presenter_token']}"},
+        )
+    if response.status_code != 201:
+        raise ReplayError(f"POST .../speakers: {response.status_code} {response.text[:200]}")
+    body: dict[str, Any] = response.json()
+    return body
+
+
 def _ws_url(base_url: str, code: str) -> str:
     scheme, rest = base_url.split("://", 1)
     return f"{'wss' if scheme == 'https' else 'ws'}://{rest.rstrip('/')}/ws/present/{code}"

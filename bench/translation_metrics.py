@@ -132,24 +132,19 @@ def first_finals(heard: Iterable[Heard]) -> dict[int, Heard]:
     return finals
 
 
-def covering_finals(heard: Iterable[Heard]) -> dict[int, Heard]:
-    """Each segment's first final among ``heard``, by every segment a final covers (a
-    translation final of a whole sentence covers each of its source segments)."""
-    finals: dict[int, Heard] = {}
-    for h in heard:
-        if h.state == "final":
-            for segment in h.covers:
-                finals.setdefault(segment, h)
-    return finals
-
-
 def covering_events(heard: Iterable[Heard]) -> dict[int, Heard]:
-    """Each segment's first event (draft or final) among ``heard``, by covered segment."""
+    """Each segment's first event (draft or final) among ``heard``, by every segment an
+    event covers (a translation final of a whole sentence covers each of its sources)."""
     first: dict[int, Heard] = {}
     for h in heard:
         for segment in h.covers:
             first.setdefault(segment, h)
     return first
+
+
+def covering_finals(heard: Iterable[Heard]) -> dict[int, Heard]:
+    """:func:`covering_events` of the finals only."""
+    return covering_events(h for h in heard if h.state == "final")
 
 
 def first_events(heard: Iterable[Heard]) -> dict[int, Heard]:
