@@ -19,7 +19,7 @@ estimates how far behind the live speaker the voice is (audio still to play + te
 queued, at the voice's normal speed):
 
 - over ``speedup_from_s`` it speaks faster, rising linearly to ``max_rate`` at ``bound_s``;
-- over ``bound_s`` it skips to the newest sentence: the older queued pieces are dropped and
+- over ``bound_s`` it skips to the newest final: the older finals' queued pieces are dropped and
   the next audio header says how many (``skipped``) so the listener can be told.
 
 Falling back (per sentence): a language whose voice is natural may have a fast fallback
@@ -301,9 +301,11 @@ class LanguageSpeaker:
             await self._idle.wait()
 
     def _skip_to_newest(self) -> int:
-        newest = self._queue[-1].sentence
+        """Drop the queued pieces of every final before the newest: a final is never cut
+        in the middle (one of a whole sentence can hold more speech than ``bound_s``)."""
+        newest = self._queue[-1].segment
         dropped = 0
-        while self._queue and self._queue[0].sentence != newest:
+        while self._queue and self._queue[0].segment != newest:
             self._queue.popleft()
             dropped += 1
         return dropped

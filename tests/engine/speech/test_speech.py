@@ -168,6 +168,26 @@ async def test_a_slow_voice_keeps_pace_by_speeding_up_then_skipping() -> None:
     assert spoken < 4.0 + config.bound_s + 2, spoken
 
 
+async def test_a_long_final_is_never_cut_in_the_middle_when_behind() -> None:
+    voice = FakeVoice()
+    sink = Sink()
+
+    async def source(lang: str) -> LanguageVoices:
+        return LanguageVoices(voice)
+
+    # One translation final of a whole sentence holds more speech than bound_s: behind at
+    # once, but there is no older final to skip to.
+    speaker = LanguageSpeaker(
+        "es", source, _run_in_thread, sink.publish, PaceConfig(bound_s=0.5, speedup_from_s=0.2)
+    )
+    text = "Fue tanta la gente que no todos pudieron entrar al funeral. En la plaza de San Pedro."
+    speaker.say(_final(0, text))
+    await asyncio.wait_for(speaker.drain(), 5)
+    assert " ".join(a.text for a in sink.audio) == text
+    assert all(not a.skipped for a in sink.audio)
+    await speaker.close()
+
+
 async def test_session_speaker_speaks_only_languages_with_voices_and_listeners() -> None:
     voice = FakeVoice()
     sink = Sink()
