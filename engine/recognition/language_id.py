@@ -10,6 +10,12 @@ ignored), then hands all the held audio to a recogniser in that language and del
 from then on. Captions therefore start about ``min_speech_s`` later than on a stream whose
 language was given; finals are unaffected.
 
+An answer below ``confident`` is not taken: the detector holds on and asks again once
+``retry_s`` more speech has been heard, until it is confident, ``max_wait_s`` has passed or
+the stream stops (then the likeliest language is taken). On short speech Whisper's
+identification leans to the wrong language now and then; a little more speech settles it
+(docs/metrics.md, "Language detection").
+
 While only silence has been heard, the held audio is cut to a short lead-in, so a speaker
 who taps and waits neither has their language guessed from silence nor fills memory.
 """
@@ -48,6 +54,8 @@ class DetectingRecognizer:
         min_speech_s: float = 1.5,
         max_wait_s: float = 6.0,
         threshold: float = 0.5,
+        confident: float = 0.95,
+        retry_s: float = 0.5,
     ) -> None:
         """``make(language, start_time)`` builds the recogniser; ``score`` gives the speech
         probability of each 512-sample window of the audio passed (a streaming VAD: each
@@ -62,6 +70,10 @@ class DetectingRecognizer:
         self.min_speech_s = min_speech_s
         self.max_wait_s = max_wait_s
         self.threshold = threshold
+        self.confident = confident
+        self.retry_s = retry_s
+        self._asked_at = 0.0
+        """Seconds of speech heard when the identifier was last asked (0: not yet)."""
         self._held: list[Samples] = []
         self._held_samples = 0
         self._unscored: list[Samples] = []
@@ -147,11 +159,17 @@ class DetectingRecognizer:
             return False  # (at the end: nothing was said, nothing to recognise)
         speech = len(voiced) * WINDOW / SAMPLE_RATE
         waited = (len(audio) - voiced[0] * WINDOW) / SAMPLE_RATE
-        if not final and speech < self.min_speech_s and waited < self.max_wait_s:
+        must = final or waited >= self.max_wait_s
+        if not must and (speech < self.min_speech_s or speech < self._asked_at + self.retry_s):
             return False
         first = max(0, voiced[0] * WINDOW - WINDOW)
+        self._asked_at = speech
         self.probabilities = await self._identify(audio[first:], self.candidates)
-        self.language = max(self.candidates, key=lambda c: self.probabilities.get(c, 0.0))
+        likeliest = max(self.candidates, key=lambda c: self.probabilities.get(c, 0.0))
+        if not must and self.probabilities.get(likeliest, 0.0) < self.confident:
+            log.info("not sure yet after %.1f s of speech (%s)", speech, self.probabilities)
+            return False
+        self.language = likeliest
         log.info("detected %s (%s)", self.language, self.probabilities)
         self._inner = self._make(self.language, self._start_time)
         # Everything held, including what arrived while the identifier and the VAD ran:

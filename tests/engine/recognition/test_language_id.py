@@ -69,7 +69,7 @@ async def test_holds_audio_until_enough_speech_then_hands_everything_over() -> N
 
     async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
         asked.append((len(audio), tuple(among)))
-        return {"en": 0.2, "es": 0.8}
+        return {"en": 0.02, "es": 0.98}
 
     def make(language: str, start: float) -> FakeRecognizer:
         made.append(FakeRecognizer(language, start))
@@ -105,7 +105,7 @@ async def test_audio_that_arrives_while_identifying_is_recognised() -> None:
     async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
         detector.push(_tone(0.25))  # the presenter keeps talking meanwhile
         detector.push(_tone(0.25))
-        return {"en": 0.9, "es": 0.1}
+        return {"en": 0.99, "es": 0.01}
 
     def make(language: str, start: float) -> FakeRecognizer:
         made.append(FakeRecognizer(language, start))
@@ -154,3 +154,43 @@ def test_whisper_base_identifies_the_spoken_one_of_two(lang: str, other: str) ->
     scores = model.identify(audio, (other, lang))
     assert max(scores, key=scores.__getitem__) == lang, scores
     assert abs(sum(scores.values()) - 1.0) < 1e-6
+
+
+async def test_an_unsure_answer_waits_for_more_speech() -> None:
+    """Whisper's identification on 1.5 s of speech leaned to English for a Portuguese turn
+    (0.88); half a second more made it sure. An answer below ``confident`` is asked again."""
+    answers = iter([{"en": 0.88, "pt": 0.12}, {"en": 0.15, "pt": 0.85}, {"en": 0.01, "pt": 0.99}])
+    asked: list[int] = []
+
+    async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
+        asked.append(len(audio))
+        return next(answers)
+
+    detector = DetectingRecognizer(("en", "pt"), identify, FakeRecognizer, _score, min_speech_s=1.5)  # type: ignore[arg-type]
+    detector.push(_tone(1.6))
+    assert await detector.step() == [] and len(asked) == 1
+    detector.push(_tone(0.2))
+    assert await detector.step() == [] and len(asked) == 1  # not retry_s more speech yet
+    detector.push(_tone(0.5))
+    assert await detector.step() == [] and len(asked) == 2  # asked again, still unsure
+    detector.push(_tone(0.6))
+    held = int(2.9 * SAMPLE_RATE)
+    assert await detector.step() == [f"pt:{held}"] and len(asked) == 3
+    assert detector.language == "pt"
+    assert asked[2] > asked[1] > asked[0]
+
+
+async def test_an_unsure_answer_is_taken_when_the_turn_stops_or_the_wait_is_over() -> None:
+    async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
+        return {"en": 0.3, "es": 0.7}
+
+    stopped = DetectingRecognizer(("en", "es"), identify, FakeRecognizer, _score)  # type: ignore[arg-type]
+    stopped.push(_tone(2.0))
+    assert await stopped.step() == []
+    assert await stopped.finish() == [f"final es:{2 * SAMPLE_RATE}"]
+    waited = DetectingRecognizer(("en", "es"), identify, FakeRecognizer, _score, max_wait_s=3.0)  # type: ignore[arg-type]
+    for _ in range(5):
+        waited.push(_tone(0.5))
+        assert await waited.step() == []
+    waited.push(_tone(0.5))
+    assert await waited.step() == [f"es:{3 * SAMPLE_RATE}"]
