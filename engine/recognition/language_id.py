@@ -174,7 +174,7 @@ class DetectingRecognizer:
         self._inner = self._make(self.language, self._start_time)
         # Everything held, including what arrived while the identifier and the VAD ran:
         # the recogniser must hear the turn whole.
-        self._inner.push(np.concatenate(self._held))
+        self._inner.hand_over(np.concatenate(self._held))
         self._held.clear()
         self._unscored.clear()
         return True

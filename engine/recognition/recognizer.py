@@ -212,6 +212,8 @@ class StreamingRecognizer:
         self._terms = terms
         self._segment = _Segment(self._buffer.origin)
         self.processed_until = self._buffer.origin
+        self._handed_until = self._buffer.origin
+        """The end of the audio given by :meth:`hand_over`: not a backlog."""
         self._final_audio: dict[int, Samples] = {}
         self._heard: deque[_Heard] = deque()
         self.shed = Shed.NONE
@@ -264,10 +266,18 @@ class StreamingRecognizer:
         """Append 16 kHz audio (cheap; safe on the event loop)."""
         self._buffer.append(samples)
 
+    def hand_over(self, samples: Samples) -> None:
+        """Append audio that was held before this recogniser existed (while a detector
+        listened for the language). The step that takes it does not count it as a backlog:
+        it tells nothing of a worker falling behind, and shedding for it would decode the
+        turn's first final greedily and without its drafts."""
+        self.push(samples)
+        self._handed_until = self._buffer.end
+
     async def step(self, *, draft: bool = True) -> list[Caption]:
         """Process all audio that has arrived; return the captions it produced."""
         now = self._buffer.end
-        backlog = now - self.processed_until
+        backlog = now - max(self.processed_until, self._handed_until)
         self.shed = next_level(self.shed, backlog, self._shedding)
         await self._score(now)
         events: list[Caption] = self._release_held()

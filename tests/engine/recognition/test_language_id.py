@@ -28,6 +28,9 @@ class FakeRecognizer:
     def push(self, samples: np.ndarray) -> None:
         self.pushed += len(samples)
 
+    def hand_over(self, samples: np.ndarray) -> None:
+        self.push(samples)
+
     async def step(self, *, draft: bool = True) -> list[object]:
         return [f"{self.language}:{self.pushed}"]
 

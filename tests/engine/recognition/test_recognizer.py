@@ -20,6 +20,7 @@ from engine.audio import SAMPLE_RATE
 from engine.events import Caption, Word
 from engine.recognition.asr import DecodeOptions
 from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.recognition.shedding import Shed
 from engine.recognition.vad import WINDOW
 
 SCRIPT = [
@@ -193,6 +194,22 @@ async def test_a_step_far_behind_decodes_its_finals_without_context() -> None:
     events = await feed(recognizer, make_audio(7.0), 7.0)
     assert finals(events) == ["Hello there my friends.", "This is a test."]
     assert all(o.prefix is None for o in transcriber.calls)
+
+
+async def test_audio_handed_over_is_not_a_backlog() -> None:
+    """A detector hands the audio it held while identifying the language to the recogniser
+    it made: the first step must not shed for it (docs/metrics.md, "Language detection")."""
+    recognizer, transcriber = make_recognizer()
+    audio = make_audio(10.0)
+    recognizer.hand_over(audio[: 7 * SAMPLE_RATE])
+    events = await recognizer.step()
+    assert finals(events) == ["Hello there my friends.", "This is a test."]
+    assert recognizer.shed is Shed.NONE
+    refines = [o for o in transcriber.calls if o.beam_size == RecognizerConfig().refine_beam]
+    assert len(refines) == 2 and refines[-1].prefix == "Hello there my friends."
+    recognizer.push(audio[7 * SAMPLE_RATE :])  # what arrives after it is a backlog again
+    await recognizer.step()
+    assert recognizer.shed is Shed.DRAFTS
 
 
 async def test_the_segment_a_stop_closes_is_decoded_without_context() -> None:
