@@ -111,6 +111,32 @@ class Phone:
                     self.finals.append((now, event))
 
 
+def turn_times(phone: Phone, segments: set[int], lang: str) -> tuple[float | None, float | None]:
+    """When the turn of source ``segments`` was wholly shown in ``lang`` (the arrival of the
+    last translation final covering one of them, once they are all covered) and when the
+    audio of the translation covering the last of them began (``None`` when not yet).
+
+    A translation final of a whole sentence covers each of its source segments (its
+    "sources") and carries the first one's number, as its audio does."""
+    translated = [
+        (at, covers, int(e["segment"]))
+        for at, e in phone.finals
+        if not e["source"] and e["lang"] == lang and segments & (covers := _covers(e))
+    ]
+    if not translated:
+        return None, None
+    covered = set().union(*(covers for _, covers, _ in translated))
+    shown = max(at for at, _, _ in translated) if segments <= covered else None
+    spoken = {segment for _, covers, segment in translated if max(segments) in covers}
+    audio = [at for at, h in phone.audio if h["lang"] == lang and h["segment"] in spoken]
+    return shown, (min(audio) if audio else None)
+
+
+def _covers(event: dict[str, Any]) -> set[int]:
+    """The source segments a translation event covers (docs/protocol.md)."""
+    return {int(x) for x in event.get("sources") or (event["segment"],)}
+
+
 async def _turn(
     base_url: str, session: dict[str, Any], wav: Path, language: str, seen: set[int]
 ) -> tuple[float, set[int], str | None]:
@@ -177,23 +203,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             )
             other = "es" if side == "en" else "en"
             await asyncio.sleep(args.gap)  # the partner reads and listens
-            translated = [
-                at
-                for at, e in phone.finals
-                if not e["source"] and e["lang"] == other and int(e["segment"]) in segments
-            ]
-            last = max(segments) if segments else None
-            audio = [at for at, h in phone.audio if h["lang"] == other and h["segment"] == last]
+            shown, audio_starts = turn_times(phone, segments, other)
             turns.append(
                 {
                     "clip": wav.stem,
                     "side": side,
                     "detected": lang,
                     "segments": len(segments),
-                    "translation_shown_s": round(max(translated) - spoken_at, 3)
-                    if translated and len(translated) >= len(segments)
-                    else None,
-                    "audio_start_s": round(min(audio) - spoken_at, 3) if audio else None,
+                    "translation_shown_s": None if shown is None else round(shown - spoken_at, 3),
+                    "audio_start_s": None
+                    if audio_starts is None
+                    else round(audio_starts - spoken_at, 3),
                 }
             )
         stop.set()
