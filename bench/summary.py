@@ -144,13 +144,14 @@ def translation_section(report: Report | None) -> Section:
     where = f" ({talk['talk']}, {talk['source']}->{talk['target']})" if talk else ""
     rows = [
         Row(
-            f"Apertium final translation after the source final{where}",
+            f"Apertium final translation after the source final completing its sentence{where}",
             millis(o.get("apertium_final_delay_s")),
             f"p95 <= {goals.get('apertium_final_delay_p95_s', 0) * 1000:.0f} ms",
             met.get("apertium_final_delay_p95"),
         ),
         Row(
-            "Whisper-translate final after the source final, segments <= 10 s "
+            "Whisper-translate final after the source final completing its sentence, "
+            "segments <= 10 s "
             "(FLEURS talks, X->en)",
             seconds(o.get("whisper_final_delay_upto_10s_s")),
             f"p50 <= {goals.get('whisper_final_delay_p50_s', '–')} s",

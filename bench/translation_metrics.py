@@ -175,6 +175,10 @@ class SegmentTiming:
     event of the segment."""
     had_draft: bool
     """A translated draft arrived before the translated final."""
+    completes_sentence: bool = True
+    """The segment is the last source of the translated final that covers it: that final
+    could not come before this segment's source final (an earlier segment of a sentence
+    waits for the sentence's end, which says nothing of the translator's speed)."""
 
 
 def segment_timings(heard: Sequence[Heard], lang: str) -> list[SegmentTiming]:
@@ -204,6 +208,7 @@ def segment_timings(heard: Sequence[Heard], lang: str) -> list[SegmentTiming]:
                     None if first is None else first.arrival - source_first[segment].arrival
                 ),
                 had_draft=first is not None and first.state == "draft",
+                completes_sentence=final is None or segment == max(final.covers),
             )
         )
     return out

@@ -173,6 +173,8 @@ def test_a_sentence_final_covers_each_of_its_source_segments() -> None:
     three, four = segment_timings(heard, "es")
     assert three.final_delay_s == pytest.approx(1.6)  # waits for its sentence's end
     assert four.final_delay_s == pytest.approx(0.6)
+    # Only the segment that completed the sentence times the translator itself.
+    assert (three.completes_sentence, four.completes_sentence) == (False, True)
     assert four.had_draft and four.first_shown_delay_s == pytest.approx(0.1)
     # The final replaces both drafts: "col cambia" of segment 4 and nothing of segment 3.
     erased = translation_erasure(heard, "es")
