@@ -35,8 +35,10 @@ import websockets
 from bench.format import slashed, write_report_files
 from bench.metrics import distribution
 from bench.recordings import EVAL_LONGFORM_EN
+from bench.replay import Received
 from bench.resources import machine_info
 from bench.server import ServerProcess
+from bench.translation_metrics import heard_captions, translated
 from bench.translation_replay import create_translated_session
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -116,25 +118,18 @@ def turn_times(phone: Phone, segments: set[int], lang: str) -> tuple[float | Non
     last translation final covering one of them, once they are all covered) and when the
     audio of the translation covering the last of them began (``None`` when not yet).
 
-    A translation final of a whole sentence covers each of its source segments (its
-    "sources") and carries the first one's number, as its audio does."""
-    translated = [
-        (at, covers, int(e["segment"]))
-        for at, e in phone.finals
-        if not e["source"] and e["lang"] == lang and segments & (covers := _covers(e))
-    ]
-    if not translated:
+    A translation final of a whole sentence covers each of its source segments
+    (:attr:`bench.translation_metrics.Heard.covers`) and carries the first one's number, as
+    its audio does."""
+    heard = heard_captions(Received(at, event) for at, event in phone.finals)
+    mine = [h for h in translated(heard, lang) if segments & set(h.covers)]
+    if not mine:
         return None, None
-    covered = set().union(*(covers for _, covers, _ in translated))
-    shown = max(at for at, _, _ in translated) if segments <= covered else None
-    spoken = {segment for _, covers, segment in translated if max(segments) in covers}
-    audio = [at for at, h in phone.audio if h["lang"] == lang and h["segment"] in spoken]
+    covered = set().union(*(h.covers for h in mine))
+    shown = max(h.arrival for h in mine) if segments <= covered else None
+    spoken = {h.segment for h in mine if max(segments) in h.covers}
+    audio = [at for at, a in phone.audio if a["lang"] == lang and a["segment"] in spoken]
     return shown, (min(audio) if audio else None)
-
-
-def _covers(event: dict[str, Any]) -> set[int]:
-    """The source segments a translation event covers (docs/protocol.md)."""
-    return {int(x) for x in event.get("sources") or (event["segment"],)}
 
 
 async def _turn(

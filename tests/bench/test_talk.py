@@ -8,7 +8,14 @@ from bench.talk import Phone, turn_times
 
 
 def _final(segment: int, lang: str, sources: list[int] | None = None) -> dict[str, Any]:
-    event: dict[str, Any] = {"segment": segment, "lang": lang, "source": False}
+    event: dict[str, Any] = {
+        "type": "caption",
+        "state": "final",
+        "text": "said",
+        "segment": segment,
+        "lang": lang,
+        "source": False,
+    }
     if sources is not None:
         event["sources"] = sources
     return event
