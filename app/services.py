@@ -66,6 +66,7 @@ def whisper_factory(spec: str, settings: Settings) -> RecognitionModel:
     model = FasterWhisperTranscriber(
         resolved,
         cpu_threads=settings.cpu_threads,
+        workers=settings.asr_workers,
         encoder_threads=settings.encoder_threads,
         short_window=settings.short_window,
     )
@@ -215,7 +216,7 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     them into the engine."""
     settings = services.settings
     workers = services.workers
-    asr = workers.pool("asr", threads=1, max_pending=32)
+    asr = workers.pool("asr", threads=settings.asr_workers, max_pending=32)
     store_pool = workers.pool("store", threads=1, max_pending=1024)
     setup = workers.pool("mt-setup")
     vad = await asr.run(SileroModel, silero_vad_path())

@@ -23,6 +23,13 @@ def _parse_map(text: str) -> dict[str, str]:
     return result
 
 
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -42,6 +49,11 @@ class Settings:
     """CTranslate2 threads a Whisper decode runs on. One is fastest on 2 cores: with two,
     tiny.en's beam-5 decoder steps took 14 ms a token instead of 3.7 (base: 22 instead of
     10). docs/metrics.md, "Whisper threads"."""
+    asr_workers: int = 2
+    """Whisper calls that may run at once, each decode on ``cpu_threads``: the ``asr`` worker
+    pool's threads and CTranslate2's replicas of each model (faster-whisper's
+    ``num_workers``). With one, two presenters' decodes queued behind each other while a core
+    stood idle. docs/metrics.md, "Parallel decodes"."""
     encoder_threads: int = 2
     """Threads of Whisper's encoder, which does gain from two (30 s with tiny.en: 0.20 s
     instead of 0.36); more than ``cpu_threads`` loads a second copy of the model for it."""
@@ -144,6 +156,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_SHORT_WINDOW": ("short_window", _flag),
     "INTERP_CPU_THREADS": ("cpu_threads", int),
     "INTERP_ENCODER_THREADS": ("encoder_threads", int),
+    "INTERP_ASR_WORKERS": ("asr_workers", _at_least_one),
     "INTERP_REFINE": ("refine", _flag),
     "INTERP_RECOGNIZER": ("recognizer", _parse_map),
     "INTERP_SPEECH": ("speech", _flag),

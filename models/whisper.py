@@ -40,6 +40,10 @@ class FasterWhisperTranscriber:
     of 0.36; ``python -m bench threads``). CTranslate2 fixes the threads per loaded model,
     so with more encoder threads a second copy of the model (tiny.en 40 MB, base 75 MB) does
     the encoding.
+
+    ``workers`` decodes may run at once, from as many Python threads (CTranslate2 keeps a
+    replica of the decoder for each): two streams then decode on two cores. Encodes share
+    the one encoder copy and take turns.
     """
 
     def __init__(
@@ -47,6 +51,7 @@ class FasterWhisperTranscriber:
         resolved: ResolvedWhisper,
         *,
         cpu_threads: int = 1,
+        workers: int = 1,
         encoder_threads: int = 2,
         compute_type: str = "int8",
         short_window: bool = True,
@@ -60,7 +65,11 @@ class FasterWhisperTranscriber:
         self.name = resolved.label
         self.multilingual = resolved.multilingual
         self._model: Any = WhisperModel(
-            resolved.model, device="cpu", compute_type=compute_type, cpu_threads=cpu_threads
+            resolved.model,
+            device="cpu",
+            compute_type=compute_type,
+            cpu_threads=cpu_threads,
+            num_workers=workers,
         )
         self.encoder_copy = encoder_threads > cpu_threads
         if self.encoder_copy:

@@ -41,3 +41,10 @@ def test_overrides_win_and_bad_maps_are_refused() -> None:
     assert Settings.from_env({"PORT": "9000"}, port=7).port == 7
     with pytest.raises(ValueError, match="LANG=MODEL"):
         Settings.from_env({"INTERP_ASR_MODELS": "tiny.en"})
+
+
+def test_asr_workers_are_read_and_must_be_at_least_one() -> None:
+    assert Settings.from_env({}).asr_workers == 2
+    assert Settings.from_env({"INTERP_ASR_WORKERS": "3"}).asr_workers == 3
+    with pytest.raises(ValueError, match="at least 1"):
+        Settings.from_env({"INTERP_ASR_WORKERS": "0"})

@@ -4,6 +4,7 @@ the audio of captions already final (its prefix) returns only the words after th
 from __future__ import annotations
 
 import wave
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -99,3 +100,22 @@ def test_the_encoder_copy_reads_as_the_model_itself_does(
     own = normalise_words(text(single.transcribe(audio, options)))
     assert len(own) >= 20, own
     assert word_errors(own, copied).wer <= 0.05, (own, copied)
+
+
+def test_two_workers_decode_two_streams_at_once_as_each_alone(
+    tiny_en: FasterWhisperTranscriber, audio: np.ndarray
+) -> None:
+    """With ``workers=2`` (the server's ``asr_workers``) two threads decode at once, each in
+    its own replica of the decoder, sharing the encoder copy: each reads its audio exactly as
+    one decode alone does. Normalisation: bench.textnorm."""
+    both = FasterWhisperTranscriber(resolve_whisper("tiny.en"), workers=2)
+    options = DecodeOptions(language="en", beam_size=5)
+    halves = [audio[: len(audio) // 2], audio[len(audio) // 2 :]]
+    alone = [normalise_words(text(tiny_en.transcribe(half, options))) for half in halves]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        together = [
+            normalise_words(text(words))
+            for words in pool.map(lambda half: both.transcribe(half, options), halves * 2)
+        ]
+    assert all(len(words) >= 8 for words in alone), alone
+    assert together == alone * 2
