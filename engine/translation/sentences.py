@@ -5,7 +5,8 @@ as a fragment. :class:`SentenceAssembler` gathers a stream's source finals, in o
 open sentence and closes it at sentence-ending punctuation in the refined source (the
 recogniser writes it only where a sentence really ended: engine/recognition/punctuation.py),
 at the length cap (a run-on speaker still gets finals), and, through the translation stage's
-timer, at a long pause or the end of the stream. Pure bookkeeping, no I/O.
+timer, at a long pause (nothing of the speaker for ``pause_s`` after its last final) or the
+end of the stream. Pure bookkeeping, no I/O.
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ class SentenceRules:
     max_seconds: float = 20.0
     """Likewise for its span of audio."""
     pause_s: float = 1.2
-    """An open sentence closes when no source final followed its last one for this long
-    (wall clock): the speaker stopped mid-sentence, or ended it without punctuation."""
+    """An open sentence closes when nothing of the speaker followed its last final for this
+    long (wall clock): the speaker stopped mid-sentence, or ended it without punctuation. A
+    draft of the next segment means the speaker went on: the sentence then waits for that
+    segment's final, which may come later than this after its draft (docs/metrics.md,
+    "Sentences the speaker had not finished")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -309,11 +309,14 @@ class SessionTranslator:
             return
         self._start()
         now = time.perf_counter()
+        who = caption.speaker.id if caption.speaker is not None else ""
         if not caption.is_final:
+            # The speaker went on: the open sentence waits for this segment's final, however
+            # long its refine takes (its arrival restarts the pause if the sentence stays open).
+            self._stop_pause(who)
             for lane in self._lanes.values():
                 self._want_draft(lane, _Draft(caption, now))
             return
-        who = caption.speaker.id if caption.speaker is not None else ""
         assembler = self._sentences.get(who)
         if assembler is None:
             assembler = SentenceAssembler(self.config.sentences, self.config.context_chars)

@@ -447,6 +447,38 @@ async def test_a_pause_or_the_length_cap_closes_a_sentence_without_punctuation(
     await session.close()
 
 
+async def test_a_sentence_stays_open_while_the_speaker_goes_on(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    """The pause that closes a sentence without punctuation is a pause in the speech: once a
+    draft of the next segment shows the speaker went on, the sentence waits for that
+    segment's final, which may come longer than ``pause_s`` after its last draft."""
+    translator = ScriptedTranslator("es")
+    published = Recorder()
+    rules = SentenceRules(pause_s=0.3)
+    session = SessionTranslator(
+        "en",
+        published,
+        {"es": plan_for("es", translator, pools("es"))},
+        config=TranslationConfig(sentences=rules),
+    )
+    await session.on_source(final(0, "the cave lies at the top"))
+    words = "of a mountain north of Mecca".split()
+    for count in range(1, len(words) + 1):  # the next segment is spoken for 0.9 s
+        await asyncio.sleep(0.15)
+        await session.on_source(draft(1, " ".join(words[:count])))
+    await asyncio.sleep(0.6)  # the segment's refine decode
+    assert published.captions("es", "final") == []
+    await session.on_source(final(1, "of a mountain north of Mecca."))
+    await session.drain()
+    assert [c.sources for c in published.captions("es", "final")] == [(0, 1)]
+    # Once the speaker stops, the open sentence closes after the pause.
+    await session.on_source(final(2, "and then nothing"))
+    await published.wait_for(lambda ev: len(published.captions("es", "final")) == 2)
+    assert published.captions("es", "final")[1].sources == (2,)
+    await session.close()
+
+
 async def test_backend_failure_publishes_marked_source_and_one_error(
     pools: Callable[[str], WorkerPool],
 ) -> None:
