@@ -5,8 +5,8 @@ as a fragment. :class:`SentenceAssembler` gathers a stream's source finals, in o
 open sentence and closes it at sentence-ending punctuation in the refined source (the
 recogniser writes it only where a sentence really ended: engine/recognition/punctuation.py),
 at the length cap (a run-on speaker still gets finals), and, through the translation stage's
-timer, at a long pause (nothing of the speaker for ``pause_s`` after its last final) or the
-end of the stream. Pure bookkeeping, no I/O.
+timer, at a long pause (nothing of the speaker for ``pause_s`` after its last final, or the
+next speech beginning well after it) or the end of the stream. Pure bookkeeping, no I/O.
 """
 
 from __future__ import annotations
@@ -38,6 +38,12 @@ class SentenceRules:
     draft of the next segment means the speaker went on: the sentence then waits for that
     segment's final, which may come later than this after its draft (docs/metrics.md,
     "Sentences the speaker had not finished")."""
+    resume_gap_s: float = 0.3
+    """Unless that draft begins this long (audio time) after the sentence's last final ends:
+    then the speaker paused long before going on, and the sentence closes at once. A segment
+    cut at a short pause begins where the one before it ended; after a longer silence the
+    recogniser keeps only a short lead-in of it, so the gap is the pause less the cut's delay
+    and the lead-in (about 0.55 s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +102,11 @@ class SentenceAssembler:
     @property
     def open(self) -> bool:
         return bool(self._open)
+
+    def goes_on(self, start: float) -> bool:
+        """Whether speech that begins at ``start`` continues the open sentence: it begins
+        within ``resume_gap_s`` of the end of the sentence's last final."""
+        return bool(self._open) and start - self._open[-1].caption.end < self.rules.resume_gap_s
 
     def add(self, piece: SourcePiece) -> Sentence | None:
         """Add the next source final; the sentence it closes, if it closes one."""

@@ -311,9 +311,13 @@ class SessionTranslator:
         now = time.perf_counter()
         who = caption.speaker.id if caption.speaker is not None else ""
         if not caption.is_final:
-            # The speaker went on: the open sentence waits for this segment's final, however
-            # long its refine takes (its arrival restarts the pause if the sentence stays open).
-            self._stop_pause(who)
+            if who in self._pauses:  # the first draft after a final that left a sentence open
+                if self._sentences[who].goes_on(caption.start):
+                    # The speaker went on: the sentence waits for this segment's final, however
+                    # long its refine takes (its arrival restarts the pause if it stays open).
+                    self._stop_pause(who)
+                else:
+                    self._close_sentence(who)  # a long pause came first
             for lane in self._lanes.values():
                 self._want_draft(lane, _Draft(caption, now))
             return

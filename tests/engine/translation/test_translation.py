@@ -462,11 +462,11 @@ async def test_a_sentence_stays_open_while_the_speaker_goes_on(
         {"es": plan_for("es", translator, pools("es"))},
         config=TranslationConfig(sentences=rules),
     )
-    await session.on_source(final(0, "the cave lies at the top"))
+    await session.on_source(final(0, "the cave lies at the top"))  # ends at 3.0 s
     words = "of a mountain north of Mecca".split()
-    for count in range(1, len(words) + 1):  # the next segment is spoken for 0.9 s
+    for count in range(1, len(words) + 1):  # the next segment, cut at a short pause
         await asyncio.sleep(0.15)
-        await session.on_source(draft(1, " ".join(words[:count])))
+        await session.on_source(dataclasses.replace(draft(1, " ".join(words[:count])), start=3.0))
     await asyncio.sleep(0.6)  # the segment's refine decode
     assert published.captions("es", "final") == []
     await session.on_source(final(1, "of a mountain north of Mecca."))
@@ -476,6 +476,14 @@ async def test_a_sentence_stays_open_while_the_speaker_goes_on(
     await session.on_source(final(2, "and then nothing"))
     await published.wait_for(lambda ev: len(published.captions("es", "final")) == 2)
     assert published.captions("es", "final")[1].sources == (2,)
+    # Speech that begins well after the open sentence's end (its final came late) closes
+    # it at once: the speaker paused long before going on.
+    await session.on_source(final(3, "no full stop here"))  # ends at 33.0 s
+    closed = session.stats.sentences
+    await session.on_source(dataclasses.replace(draft(4, "a new topic"), start=34.0))
+    assert session.stats.sentences == closed + 1  # now, not after the pause
+    await published.wait_for(lambda ev: len(published.captions("es", "final")) == 3)
+    assert published.captions("es", "final")[2].sources == (3,)
     await session.close()
 
 
