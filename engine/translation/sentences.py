@@ -43,7 +43,7 @@ class SentenceRules:
     then the speaker paused long before going on, and the sentence closes at once. A segment
     cut at a short pause begins where the one before it ended; after a longer silence the
     recogniser keeps only a short lead-in of it, so the gap is the pause less the cut's delay
-    and the lead-in (about 0.55 s)."""
+    and the lead-in (docs/metrics.md, "Sentences the speaker had not finished")."""
 
 
 @dataclass(frozen=True, slots=True)
