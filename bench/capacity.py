@@ -326,6 +326,15 @@ async def run_capacity(settings: CapacitySettings) -> list[CapacityRound]:
 # --- the report ---------------------------------------------------------------------------
 
 
+SERIES_COLUMNS = ["at_s", "sent_s", "covered_s"]
+"""The columns of :func:`series_json`'s rows."""
+
+
+def series_json(samples: Iterable[LagSample]) -> list[list[float]]:
+    """Lag samples as rows of :data:`SERIES_COLUMNS`, rounded to the millisecond."""
+    return [[round(s.at, 3), round(s.sent, 3), round(s.covered, 3)] for s in samples]
+
+
 def presenter_json(presenter: PresenterLag, limit_s: float) -> dict[str, Any]:
     """One presenter's lag: statistics and the whole series."""
     return {
@@ -338,9 +347,7 @@ def presenter_json(presenter: PresenterLag, limit_s: float) -> dict[str, Any]:
         "error": presenter.error,
         "natural_chunks": presenter.natural_chunks,
         "fast_chunks": presenter.fast_chunks,
-        "series": [
-            [round(s.at, 3), round(s.sent, 3), round(s.covered, 3)] for s in presenter.samples
-        ],
+        "series": series_json(presenter.samples),
     }
 
 
@@ -382,7 +389,7 @@ def report_json(
         "lag_limit_s": settings.lag_limit_s,
         "max_presenters": settings.max_presenters,
         "capacity": capacity_of(rounds, settings.lag_limit_s),
-        "series_columns": ["at_s", "sent_s", "covered_s"],
+        "series_columns": SERIES_COLUMNS,
         "rounds": [round_json(r, settings.lag_limit_s) for r in rounds],
     }
 

@@ -31,7 +31,7 @@ import httpx
 import websockets
 
 from bench.alignment import word_errors
-from bench.capacity import LAG_LIMIT_S, LagSample, lag_series
+from bench.capacity import LAG_LIMIT_S, SERIES_COLUMNS, LagSample, lag_series, series_json
 from bench.format import fixed, machine_line, utc_now, write_report_files
 from bench.metrics import distribution
 from bench.paths import RESULTS
@@ -53,6 +53,14 @@ class Talk:
     lang: str
     recording: Recording
     reference: str
+
+
+@dataclass(frozen=True, slots=True)
+class Alone:
+    """One talk streamed alone, in a session of its own: the yardstick of the panel."""
+
+    wer: float
+    lag_p95_s: float | None
 
 
 def talk(lang: str, clips: int) -> Talk:
@@ -121,8 +129,7 @@ async def _session(client: httpx.AsyncClient, title: str) -> dict[str, Any]:
 async def run(base_url: str, english: Talk, spanish: Talk) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
         # Alone: each talk in a session of its own (the Spanish one by its speaker).
-        alone: dict[str, float] = {}
-        alone_lag: dict[str, float | None] = {}
+        alone: dict[str, Alone] = {}
         for item in (english, spanish):
             session = await _session(client, f"alone {item.lang}")
             token = session["presenter_token"]
@@ -134,10 +141,10 @@ async def run(base_url: str, english: Talk, spanish: Talk) -> dict[str, Any]:
                 item.recording,
                 language=item.lang,
             )
-            alone[item.lang] = wer(
-                item, [m for m in own_finals(replay, None) if m["lang"] == item.lang]
+            alone[item.lang] = Alone(
+                wer(item, [m for m in own_finals(replay, None) if m["lang"] == item.lang]),
+                distribution(s.lag for s in lag(replay, None)).p95,
             )
-            alone_lag[item.lang] = distribution(s.lag for s in lag(replay, None)).p95
         # Together: one session, two speakers, two listeners.
         session = await _session(client, "panel")
         ana = await add_speaker(base_url, session, "Ana", "es")
@@ -170,13 +177,12 @@ async def run(base_url: str, english: Talk, spanish: Talk) -> dict[str, Any]:
         await asyncio.sleep(8.0)
         stop.set()
         await asyncio.gather(*listeners)
-    return summarise(speakers, alone, alone_lag, heard, accept_at)
+    return summarise(speakers, alone, heard, accept_at)
 
 
 def summarise(
     speakers: Mapping[str, tuple[Talk, Replay]],
-    alone: Mapping[str, float],
-    alone_lag: Mapping[str, float | None],
+    alone: Mapping[str, Alone],
     heard: Mapping[str, list[tuple[float, dict[str, Any]]]],
     accept_at: float,
 ) -> dict[str, Any]:
@@ -198,23 +204,22 @@ def summarise(
             and (m.get("speaker") or {}).get("id") == speaker
             for s in m.get("sources") or [m["segment"]]
         }
+        solo = alone[item.lang]
         rows.append(
             {
                 "speaker": speaker,
                 "lang": item.lang,
                 "audio_s": round(item.recording.duration, 1),
-                "wer_alone": round(alone[item.lang], 3),
+                "wer_alone": round(solo.wer, 3),
                 "wer_together": round(together, 3),
-                "wer_ratio": round(together / alone[item.lang], 2) if alone[item.lang] else None,
-                "lag_p95_alone_s": alone_lag[item.lang],
+                "wer_ratio": round(together / solo.wer, 2) if solo.wer else None,
+                "lag_p95_alone_s": solo.lag_p95_s,
                 "lag_p50_s": lag_dist.p50,
                 "lag_p95_s": lag_dist.p95,
                 "lag_max_s": lag_dist.max,
                 "finals": len(said),
                 "finals_translated": len(said & translated),
-                "lag_series": [
-                    [round(s.at, 3), round(s.sent, 3), round(s.covered, 3)] for s in samples
-                ],
+                "lag_series": series_json(samples),
             }
         )
     labels = 0
@@ -301,7 +306,7 @@ def main(argv: Sequence[str]) -> int:
         "command": "python -m bench panel " + shlex.join(argv),
         "machine": machine_info(),
         "lag_limit_s": LAG_LIMIT_S,
-        "lag_series_columns": ["at_s", "sent_s", "covered_s"],
+        "lag_series_columns": SERIES_COLUMNS,
         **result,
     }
     text = markdown(report)

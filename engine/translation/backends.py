@@ -107,14 +107,10 @@ def whisper_translate(
     async def translate(audio: np.ndarray, prompt: str | None) -> str:
         text = await decode(audio, prompt)
         seconds = len(audio) / 16000
-        if (
-            prompt
-            and seconds >= short_after_s
-            and len(text.split()) < min_words_per_second * seconds
-        ):
+        words = len(text.split())
+        if prompt and seconds >= short_after_s and words < min_words_per_second * seconds:
             again = await decode(audio, None)
-            if len(again.split()) > len(text.split()):
-                return again
+            return again if len(again.split()) > words else text
         return text
 
     return translate
