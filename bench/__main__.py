@@ -86,6 +86,10 @@ COMMANDS: dict[str, Command] = {
         "bench.routes",
         "every translation route of every pair on FLEURS clips, offline (BLEU, chrF)",
     ),
+    "sentence-floor": Command(
+        "bench.sentence_floor",
+        "FLEURS clips' pauses and the LAAL whole-sentence translations can reach (no server)",
+    ),
     "steps": Command(
         "bench.steps", "compute-unaware replay in process: exact WER of recogniser settings"
     ),

@@ -48,6 +48,11 @@ STEPS: tuple[Step, ...] = (
     ),
     Step("routes", ("routes",), "every candidate translation route, offline"),
     Step("translation", ("translation",), "Apertium text, FLEURS speech, translation latency"),
+    Step(
+        "sentence-floor",
+        ("sentence-floor",),
+        "FLEURS pauses and the LAAL whole sentences can reach",
+    ),
     Step("speech", ("speech",), "spoken translation: voices, first audio, lag"),
     Step("voices", ("voices",), "round-trip WER of every voice and Kokoro style"),
     Step("voice-load", ("voice-load",), "captions with a Kokoro listener on against none"),
