@@ -86,6 +86,11 @@ COMMANDS: dict[str, Command] = {
         "bench.routes",
         "every translation route of every pair on FLEURS clips, offline (BLEU, chrF)",
     ),
+    "translation-regroup": Command(
+        "bench.translation_regroup",
+        "a translation run's X->en sentences decoded again offline, as live, grouped as the "
+        "clips and as whole clips",
+    ),
     "sentence-floor": Command(
         "bench.sentence_floor",
         "FLEURS clips' pauses and the LAAL whole-sentence translations can reach (no server)",

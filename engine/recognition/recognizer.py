@@ -281,6 +281,7 @@ class StreamingRecognizer:
         self.shed = next_level(self.shed, backlog, self._shedding)
         await self._score(now)
         events: list[Caption] = self._release_held()
+        self._skip_silence()
         # One segment closes per pause, in order, however much audio this step covers.
         while (cut := self._find_cut(now)) is not None:
             events.extend(await self._close(cut, self._segment.agreement.words()))
@@ -550,6 +551,7 @@ class StreamingRecognizer:
         else:
             self._heard.clear()  # the next segment does not follow on from the last final
         self._segment = _Segment(cut)
+        self._skip_silence()
         self._trim(cut - self.config.lead_in_s)
         released = self._release_held()  # a later segment closed: the speaker went on
         if final is None:
@@ -558,6 +560,18 @@ class StreamingRecognizer:
             return [*released, self._settle(final, sentence_end=True)]
         self._held = final
         return [*released, *self._release_held()]
+
+    def _skip_silence(self) -> None:
+        """Begin the open segment ``lead_in_s`` before its speech, if that speech is already
+        heard and the segment has not been drafted. A step that comes late (a refine held
+        the stream) finds the speech after a pause already begun, where a timely step would
+        have dropped the silence before it: either way a segment begins a lead-in before its
+        speech, so where it begins tells how long the speaker paused (the translation stage
+        reads it so: engine/translation/sentences.py)."""
+        seg = self._segment
+        span = self._speech.speech_span(seg.start)
+        if span is not None and not seg.drafted:
+            seg.start = max(seg.start, span[0] - self.config.lead_in_s)
 
     def _release_held(self) -> list[Caption]:
         """The held final, once its pause tells whether it ends a sentence: the pause has

@@ -3,10 +3,11 @@
 A source final is one pause-bounded segment, often half a sentence; translated alone it reads
 as a fragment. :class:`SentenceAssembler` gathers a stream's source finals, in order, into the
 open sentence and closes it at sentence-ending punctuation in the refined source (the
-recogniser writes it only where a sentence really ended: engine/recognition/punctuation.py),
-at the length cap (a run-on speaker still gets finals), and, through the translation stage's
-timer, at a long pause (nothing of the speaker for ``pause_s`` after its last final, or the
-next speech beginning well after it) or the end of the stream. Pure bookkeeping, no I/O.
+recogniser keeps it only where the speech paused: engine/recognition/punctuation.py; rules
+for speech routes wait for a longer pause: ``close_at_mark``), at the length cap (a run-on
+speaker still gets finals), and, through the translation stage's timer, at a long pause
+(nothing of the speaker for ``pause_s`` after its last final, or the next speech beginning
+well after it) or the end of the stream. Pure bookkeeping, no I/O.
 """
 
 from __future__ import annotations
@@ -38,12 +39,19 @@ class SentenceRules:
     draft of the next segment means the speaker went on: the sentence then waits for that
     segment's final, which may come later than this after its draft (docs/metrics.md,
     "Sentences the speaker had not finished")."""
-    resume_gap_s: float = 0.3
+    close_at_mark: bool = True
+    """Whether a final that ends with sentence punctuation closes the sentence at once. The
+    recogniser keeps a mark where the speech paused ``sentence_pause_s`` (0.4 s), and
+    readers pause that long and longer inside a sentence (a German comma before the verb):
+    without it only a pause (``pause_s``, ``resume_gap_s``) or the cap closes a sentence
+    (docs/metrics.md, "Marks inside a sentence")."""
+    resume_gap_s: float = 0.6
     """Unless that draft begins this long (audio time) after the sentence's last final ends:
     then the speaker paused long before going on, and the sentence closes at once. A segment
-    cut at a short pause begins where the one before it ended; after a longer silence the
-    recogniser keeps only a short lead-in of it, so the gap is the pause less the cut's delay
-    and the lead-in (docs/metrics.md, "Sentences the speaker had not finished")."""
+    begins a lead-in (0.3 s) before its speech, so the gap is the pause less the cut's delay
+    and the lead-in: 0.6 s is a pause of about 1.1 s. FLEURS readers paused up to 1.09 s
+    inside a sentence and at least 1.73 s between the clips of a talk (docs/metrics.md,
+    "Marks inside a sentence")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +122,7 @@ class SentenceAssembler:
         text = " ".join(p.caption.text for p in self._open)
         span = piece.caption.end - self._open[0].caption.start
         if (
-            ends_sentence(piece.caption.text)
+            (self.rules.close_at_mark and ends_sentence(piece.caption.text))
             or len(text.split()) >= self.rules.max_words
             or span >= self.rules.max_seconds
         ):

@@ -77,6 +77,17 @@ class TranslationConfig:
     degrade_backlog: int = 4
     context_chars: int = 200
     sentences: SentenceRules = field(default_factory=SentenceRules)
+    """Where sentences close when every route translates text."""
+    speech_sentences: SentenceRules = field(
+        default_factory=lambda: SentenceRules(close_at_mark=False, pause_s=2.5)
+    )
+    """Where they close when a route translates the speech itself (Whisper-translate): its
+    decoder hears the sentence's audio, and a mark kept at a reader's pause inside a
+    sentence cut it in two. Only a long pause or the cap closes one: the next speech
+    beginning ``resume_gap_s`` after the last final, or nothing of the speaker for
+    ``pause_s``, which is longer here because the next draft can come two seconds after a
+    final while the recogniser catches up (its refine, drafts shed). docs/metrics.md,
+    "Marks inside a sentence"."""
     recent_audio_s: float = 120.0
     """Seconds of recent sentences' audio kept (only where a route translates speech) so a
     correction can be decoded again from it."""
@@ -206,6 +217,7 @@ class SessionTranslator:
         self._corrected: OrderedDict[int, tuple[str, tuple[str, ...]]] = OrderedDict()
         """Source segment -> its corrected text and the words the correction brought."""
         self._keeps_audio = any(plan.route.speech_final for plan in plans.values())
+        self._rules = self.config.speech_sentences if self._keeps_audio else self.config.sentences
         self._recent: OrderedDict[int, Sentence] = OrderedDict()
         """Recent closed sentences by first segment, with their audio (speech routes)."""
 
@@ -323,8 +335,10 @@ class SessionTranslator:
             return
         assembler = self._sentences.get(who)
         if assembler is None:
-            assembler = SentenceAssembler(self.config.sentences, self.config.context_chars)
+            assembler = SentenceAssembler(self._rules, self.config.context_chars)
             self._sentences[who] = assembler
+        elif who in self._pauses and not assembler.goes_on(caption.start):
+            self._close_sentence(who)  # no draft came first: the same test as a draft's
         sentence = assembler.add(SourcePiece(caption, audio))
         if sentence is not None:
             self._stop_pause(who)
@@ -385,7 +399,7 @@ class SessionTranslator:
             pause.cancel()
 
     async def _close_after_pause(self, who: str) -> None:
-        await asyncio.sleep(self.config.sentences.pause_s)
+        await asyncio.sleep(self._rules.pause_s)
         self._close_sentence(who)
 
     def _close_sentence(self, who: str) -> None:

@@ -139,6 +139,31 @@ async def test_drafts_then_finals_at_pauses() -> None:
     assert beams == {1, 5}
 
 
+@pytest.mark.parametrize("held_from", [2.7, 3.0])
+async def test_a_late_step_begins_the_next_segment_a_lead_in_before_its_speech(
+    held_from: float,
+) -> None:
+    """A step that comes late (a refine held the stream) finds the speech after a pause
+    already begun: the next segment still begins ``lead_in_s`` before that speech, as the
+    steps of a stream on time make it, so its start tells how long the speaker paused. The
+    stream is held from 2.7 s (the pause, 2.6-3.6 s, has just begun: the late step makes the
+    cut) or from 3.0 s (the cut was made, in silence)."""
+    audio = make_audio(7.0)
+    on_time, _ = make_recognizer()
+    timely = await feed(on_time, audio, 0.3)
+    late, _ = make_recognizer()
+    split = int(held_from * SAMPLE_RATE)
+    held = await feed(late, audio[:split], 0.3)
+    late.push(audio[split:])  # the rest arrives while a decode held the stream
+    held.extend(await late.step())
+    held.extend(await late.finish())
+    assert finals(held) == finals(timely) == ["Hello there my friends.", "This is a test."]
+    lead_in = RecognizerConfig().lead_in_s
+    late_start = [e.start for e in held if e.state == "final"][1]
+    assert late_start == pytest.approx(3.6 - lead_in, abs=0.05)  # not the cut (about 2.8 s)
+    assert next(e.start for e in timely if e.state == "draft" and e.segment == 1) >= late_start
+
+
 async def test_refine_pass_gets_previous_finals_as_prompt_without_context() -> None:
     recognizer, transcriber = make_recognizer(refine_context_s=0.0)
     await feed(recognizer, make_audio(7.0), 0.3)

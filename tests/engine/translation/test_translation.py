@@ -141,9 +141,17 @@ def draft(segment: int, text: str, stable: int | None = None) -> Caption:
 
 
 def final(segment: int, text: str) -> Caption:
+    """A source final: segment ``n`` spans ``10n`` to ``10n + 3`` s, so it follows the one
+    before it after a long pause (:func:`going_on` is one that follows at once)."""
     return Caption(
         segment, "en", True, "final", text, segment * 10.0, segment * 10.0 + 3, stable=len(text)
     )
+
+
+def going_on(after: Caption, segment: int, text: str) -> Caption:
+    """The final of a segment cut at a short pause after ``after``: it begins where that one
+    ended, so it continues ``after``'s sentence unless that one was closed."""
+    return dataclasses.replace(final(segment, text), start=after.end, speaker=after.speaker)
 
 
 # -- pure parts ---------------------------------------------------------------------------
@@ -402,15 +410,17 @@ async def test_a_sentence_of_several_segments_is_translated_once_as_a_whole(
         config=TranslationConfig(hold_back_words=0),
     )
     session.set_languages({"es"})
-    await session.on_source(final(0, "In the previous"))
-    await session.on_source(final(1, "year sales grew"))
+    first = final(0, "In the previous")
+    second = going_on(first, 1, "year sales grew")
+    await session.on_source(first)
+    await session.on_source(second)
     # Until the sentence ends, its segments show drafts of their refined source.
     await published.wait_for(lambda ev: len(published.captions("es", "draft")) == 2)
     assert [(c.segment, c.text, c.sources) for c in published.captions("es", "draft")] == [
         (0, "es:In es:the es:previous", (0,)),
         (1, "es:year es:sales es:grew", (1,)),
     ]
-    await session.on_source(final(2, "by ten percent."))
+    await session.on_source(going_on(second, 2, "by ten percent."))
     await session.drain()
     (sentence,) = published.captions("es", "final")
     assert sentence.sources == (0, 1, 2) and sentence.segment == 0
@@ -438,8 +448,11 @@ async def test_a_pause_or_the_length_cap_closes_a_sentence_without_punctuation(
     await session.on_source(final(0, "and then nothing"))
     await published.wait_for(lambda ev: bool(published.captions("es", "final")))
     assert [c.sources for c in published.captions("es", "final")] == [(0,)]
-    for segment in range(1, 4):  # a run-on speaker: closed at six words
-        await session.on_source(final(segment, "one two three"))
+    said = final(1, "one two three")
+    await session.on_source(said)
+    for segment in (2, 3):  # a run-on speaker: closed at six words
+        said = going_on(said, segment, "one two three")
+        await session.on_source(said)
     await published.wait_for(lambda ev: len(published.captions("es", "final")) == 2)
     assert published.captions("es", "final")[1].sources == (1, 2)
     await session.drain()  # the stream stops: the open sentence closes at once
@@ -484,6 +497,61 @@ async def test_a_sentence_stays_open_while_the_speaker_goes_on(
     assert session.stats.sentences == closed + 1  # now, not after the pause
     await published.wait_for(lambda ev: len(published.captions("es", "final")) == 3)
     assert published.captions("es", "final")[2].sources == (3,)
+    await session.close()
+
+
+async def test_a_speech_route_closes_a_marked_sentence_only_at_a_long_pause(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    """The recogniser keeps a mark where the speech paused briefly, and readers pause that
+    long inside a sentence: where Whisper-translate decodes the sentence's audio, a mark
+    does not close it; a draft that shows the speaker going on keeps it open, and a pause
+    closes it."""
+    heard: list[int] = []
+
+    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+        heard.append(len(audio))
+        return "english."
+
+    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
+    published = Recorder()
+    rules = SentenceRules(close_at_mark=False, pause_s=0.3)
+    session = SessionTranslator(
+        "de",
+        published,
+        {"en": TargetPlan(route, None, None)},
+        whisper_translate=fake_whisper,
+        config=TranslationConfig(speech_sentences=rules),
+    )
+    session.set_languages({"en"})
+    first = final(0, "Nachdem der Damm 1963 erbaut worden war.")
+    await session.on_source(first, np.zeros(16000, np.float32))
+    await session.on_source(dataclasses.replace(draft(1, "kamen die"), start=first.end))
+    await asyncio.sleep(0.6)  # longer than pause_s: the speaker went on
+    assert published.captions("en", "final") == []
+    await session.on_source(going_on(first, 1, "Kamen die Fluten."), np.zeros(8000, np.float32))
+    await published.wait_for(lambda ev: bool(published.captions("en", "final")))
+    assert [c.sources for c in published.captions("en", "final")] == [(0, 1)]
+    assert heard == [24000]  # one decode of the whole sentence's audio
+    # Speech that begins after a long pause closes a marked sentence at once.
+    await session.on_source(final(2, "Ein neuer Satz."), np.zeros(8000, np.float32))
+    await session.on_source(draft(3, "viel später"))  # begins 27 s after segment 2 ended
+    await published.wait_for(lambda ev: len(published.captions("en", "final")) == 2)
+    assert published.captions("en", "final")[1].sources == (2,)
+    await session.close()
+
+
+async def test_text_routes_close_a_sentence_at_its_mark(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    translator = ScriptedTranslator("es")
+    published = Recorder()
+    session = SessionTranslator("en", published, {"es": plan_for("es", translator, pools("es"))})
+    began = time.perf_counter()
+    await session.on_source(final(0, "The first sentence."))
+    await published.wait_for(lambda ev: bool(published.captions("es", "final")))
+    assert published.captions("es", "final")[0].sources == (0,)
+    assert time.perf_counter() - began < session.config.sentences.pause_s / 2  # no pause
     await session.close()
 
 
@@ -537,7 +605,7 @@ async def test_speech_route_translates_whole_sentences_while_someone_reads(
     session.set_languages({"en"})
     await session.on_source(draft(1, "hola"))
     await session.on_source(final(1, "Hola"), np.zeros(16000, np.float32))
-    await session.on_source(final(2, "y adiós."), np.zeros(8000, np.float32))
+    await session.on_source(going_on(final(1, "Hola"), 2, "y adiós."), np.zeros(8000, np.float32))
     await session.on_source(final(3, "Gracias."), np.zeros(4000, np.float32))
     await session.drain()
     assert [(c.text, c.sources) for c in published.captions("en")] == [
@@ -823,10 +891,11 @@ async def test_each_speaker_of_a_panel_has_a_sentence_of_their_own(
         return dataclasses.replace(final(segment, text), speaker=who)
 
     # Interleaved in the order spoken: Ann's sentence spans 0 and 2, Bob's 1 and 3.
-    await session.on_source(said(0, "We grew", ann))
-    await session.on_source(said(1, "Costs fell", bob))
-    await session.on_source(said(2, "by ten percent.", ann))
-    await session.on_source(said(3, "a lot.", bob))
+    ann_began, bob_began = said(0, "We grew", ann), said(1, "Costs fell", bob)
+    await session.on_source(ann_began)
+    await session.on_source(bob_began)
+    await session.on_source(going_on(ann_began, 2, "by ten percent."))
+    await session.on_source(going_on(bob_began, 3, "a lot."))
     await session.drain()
     finals = published.captions("es", "final")
     assert [(c.sources, c.speaker) for c in finals] == [((0, 2), ann), ((1, 3), bob)]
@@ -846,18 +915,21 @@ async def test_a_correction_remakes_a_published_sentence_and_reaches_one_not_tra
     published = Recorder()
     session = SessionTranslator("en", published, {"es": plan_for("es", translator, pools("es"))})
     session.set_languages({"es"})
-    await session.on_source(final(0, "We use team"))
-    await session.on_source(final(1, "viewer."))
+    began = final(0, "We use team")
+    ended = going_on(began, 1, "viewer.")
+    await session.on_source(began)
+    await session.on_source(ended)
     await session.drain()
     (line,) = published.captions("es", "final")
     # Correct segment 1 of the published sentence: its line is made again, rev 1.
-    fixed = Caption(1, "en", True, "final", "TeamViewer.", 10.0, 13.0, rev=1)
-    book = RevisionBook([final(0, "We use team"), final(1, "viewer."), line])
+    fixed = dataclasses.replace(ended, text="TeamViewer.", rev=1)
+    book = RevisionBook([began, ended, line])
     session.correct(fixed, book.remakes(fixed))
     # And segment 2 while its sentence is still open: its final takes the correction.
-    await session.on_source(final(2, "Six hundred"))
-    session.correct(Caption(2, "en", True, "final", "627,000", 20.0, 23.0, rev=1))
-    await session.on_source(final(3, "units."))
+    open_sentence = final(2, "Six hundred")
+    await session.on_source(open_sentence)
+    session.correct(dataclasses.replace(open_sentence, text="627,000", rev=1))
+    await session.on_source(going_on(open_sentence, 3, "units."))
     await session.drain()
     finals = published.captions("es", "final")
     assert [(c.segment, c.rev, c.sources, c.text) for c in finals] == [

@@ -1,0 +1,130 @@
+"""Where the live X->en translation loses to whole clips, from a translation bench run's
+traces: ``python -m bench translation-regroup [--results DIR]``.
+
+The FLEURS talks of the run are built again (:func:`bench.translation.build_talk`, so the
+audio is the same) and Whisper base translate
+(:func:`engine.translation.backends.whisper_translate`, the server's settings) decodes,
+offline, for each X->en talk:
+
+- **as live:** each translation final's source segments (their caption spans, joined), with
+  the previous final's text as the prompt, as the translation stage does;
+- **grouped as the clips:** every source segment of a clip joined, no prompt (what perfect
+  sentence grouping would decode);
+- **whole clips:** each clip's audio in the talk, no prompt.
+
+Each is scored per clip as the bench scores the live finals (sacrebleu BLEU and chrF over
+the clips). "As live" should reproduce the live score (the decode is deterministic); the
+steps between the three rows are what grouping and the segments' audio cost
+(docs/metrics.md, "Marks inside a sentence").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.paths import RESULTS
+from bench.translation import FLEURS_DIR, build_talk, fleurs_clips
+from bench.translation_metrics import clip_of
+
+LANGUAGES = ("es", "de", "fr", "pt")
+RATE = 16000
+
+
+def _slice(audio: np.ndarray, start: float, end: float) -> np.ndarray:
+    return audio[int(start * RATE) : int(end * RATE)]
+
+
+async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
+    from sacrebleu.metrics.bleu import BLEU
+    from sacrebleu.metrics.chrf import CHRF
+
+    from engine.translation.backends import whisper_translate
+    from engine.workers import WorkerPool
+    from models.catalog import resolve_whisper
+    from models.whisper import FasterWhisperTranscriber
+
+    transcriber = FasterWhisperTranscriber(resolve_whisper("base"), cpu_threads=2)
+    pool = WorkerPool("asr", threads=1, max_pending=4)
+    names = ("live", "as live", "grouped as the clips", "whole clips")
+    rows: dict[str, list[str]] = {name: [] for name in names}
+    references: list[str] = []
+    try:
+        for lang in LANGUAGES:
+            trace_path = results / "traces" / f"translation-fleurs-{lang}-talk.json"
+            if not trace_path.is_file():
+                continue
+            clips = [c for c in fleurs_clips(fleurs_dir) if c.lang == lang]
+            recording, spans = build_talk(f"fleurs-{lang}-talk", clips)
+            audio = np.frombuffer(recording.pcm, np.int16).astype(np.float32) / 32768.0
+            trace = json.loads(trace_path.read_text(encoding="utf-8"))
+            finals = [
+                m
+                for _, m in trace["listeners"]["en"]
+                if m.get("type") == "caption" and m["state"] == "final" and not m.get("rev")
+            ]
+            source = {m["segment"]: m for m in finals if m.get("source")}
+            translate = whisper_translate(transcriber, pool, lang)
+            per_clip: dict[str, list[list[str]]] = {k: [[] for _ in clips] for k in rows}
+            prompt: str | None = None
+            for final in (m for m in finals if not m.get("source")):
+                covered = [source[s] for s in final["sources"] if s in source]
+                if not covered:
+                    continue
+                joined = np.concatenate([_slice(audio, c["start"], c["end"]) for c in covered])
+                k = clip_of(covered[0]["start"], covered[-1]["end"], spans)
+                per_clip["live"][k].append(final["text"])
+                per_clip["as live"][k].append(await translate(joined, prompt))
+                prompt = final["text"]
+            by_clip: list[list[np.ndarray]] = [[] for _ in clips]
+            for segment in sorted(source):
+                caption = source[segment]
+                k = clip_of(caption["start"], caption["end"], spans)
+                by_clip[k].append(_slice(audio, caption["start"], caption["end"]))
+            for k, span in enumerate(spans):
+                if by_clip[k]:
+                    grouped = await translate(np.concatenate(by_clip[k]), None)
+                    per_clip["grouped as the clips"][k].append(grouped)
+                whole = await translate(_slice(audio, span.start, span.end), None)
+                per_clip["whole clips"][k].append(whole)
+            for name in rows:
+                rows[name] += [" ".join(parts) for parts in per_clip[name]]
+            references += [c.references["en"] for c in clips]
+    finally:
+        pool.shutdown()
+    scores = {
+        name: {
+            "bleu": BLEU().corpus_score(texts, [references]).score,
+            "chrf": CHRF().corpus_score(texts, [references]).score,
+        }
+        for name, texts in rows.items()
+    }
+    return {"results": str(results), "clips": len(references), "scores": scores}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench translation-regroup", description=__doc__
+    )
+    parser.add_argument(
+        "--results", type=Path, default=RESULTS, help="the translation bench's --out folder"
+    )
+    parser.add_argument("--fleurs-dir", type=Path, default=FLEURS_DIR)
+    args = parser.parse_args(argv)
+    report = asyncio.run(regroup(args.results, args.fleurs_dir))
+    print(f"X->en, {report['clips']} clips, traces of {report['results']}")
+    print("| decoded | BLEU | chrF |\n|---|---|---|")
+    for name, score in report["scores"].items():
+        print(f"| {name} | {score['bleu']:.1f} | {score['chrf']:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
