@@ -25,14 +25,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
-
 from bench.metrics import laal
 from bench.paths import RESULTS
-from bench.translation import FLEURS_DIR, FleursClip, fleurs_clips
-
-LANGUAGES = ("es", "de", "fr", "pt")
-"""The spoken languages of the bench's X->en talks."""
+from bench.translation import FLEURS_DIR, INTO_ENGLISH, FleursClip, fleurs_clips
+from engine.audio import decode_pcm16
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +60,7 @@ def clip_speech(clip: FleursClip, min_pause_s: float) -> ClipSpeech | None:
 
     with wave.open(str(clip.wav), "rb") as reader:
         rate = reader.getframerate()
-        audio = np.frombuffer(reader.readframes(reader.getnframes()), np.int16)
-    samples = audio.astype(np.float32) / 32768.0
+        samples = decode_pcm16(reader.readframes(reader.getnframes()))
     options = VadOptions(min_silence_duration_ms=int(min_pause_s * 1000), speech_pad_ms=0)
     stamps = get_speech_timestamps(samples, options, sampling_rate=rate)
     if not stamps:
@@ -137,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     clips = [
         speech
         for clip in fleurs_clips(args.fleurs_dir)
-        if clip.lang in LANGUAGES and (speech := clip_speech(clip, args.min_pause)) is not None
+        if clip.lang in INTO_ENGLISH and (speech := clip_speech(clip, args.min_pause)) is not None
     ]
     result = report(clips, args.after, args.gap)
     text = markdown(result, args.min_pause, args.gap)

@@ -70,6 +70,8 @@ TEXT_ROUTES: tuple[tuple[str, str], ...] = (
     ("en", "ca"),
 )
 SPEECH_LANGUAGES: tuple[str, ...] = ("es", "de", "fr", "pt", "en")
+INTO_ENGLISH: tuple[str, ...] = tuple(lang for lang in SPEECH_LANGUAGES if lang != "en")
+"""The spoken languages of the X->en talks."""
 ENGLISH_TARGETS: tuple[str, ...] = ("es", "fr")
 LATENCY_RECORDING = "librivox_shakespeare_sonnet_001"
 CLIP_GAP_S = 1.0

@@ -31,15 +31,14 @@ from typing import Any
 import numpy as np
 
 from bench.paths import RESULTS
-from bench.translation import FLEURS_DIR, build_talk, fleurs_clips
-from bench.translation_metrics import clip_of
-
-LANGUAGES = ("es", "de", "fr", "pt")
-RATE = 16000
+from bench.replay import Received
+from bench.translation import FLEURS_DIR, INTO_ENGLISH, build_talk, fleurs_clips
+from bench.translation_metrics import clip_of, first_finals, heard_captions, sources, translated
+from engine.audio import SAMPLE_RATE, decode_pcm16
 
 
 def _slice(audio: np.ndarray, start: float, end: float) -> np.ndarray:
-    return audio[int(start * RATE) : int(end * RATE)]
+    return audio[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
 
 
 async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
@@ -57,37 +56,33 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
     rows: dict[str, list[str]] = {name: [] for name in names}
     references: list[str] = []
     try:
-        for lang in LANGUAGES:
+        for lang in INTO_ENGLISH:
             trace_path = results / "traces" / f"translation-fleurs-{lang}-talk.json"
             if not trace_path.is_file():
                 continue
             clips = [c for c in fleurs_clips(fleurs_dir) if c.lang == lang]
             recording, spans = build_talk(f"fleurs-{lang}-talk", clips)
-            audio = np.frombuffer(recording.pcm, np.int16).astype(np.float32) / 32768.0
+            audio = decode_pcm16(recording.pcm)
             trace = json.loads(trace_path.read_text(encoding="utf-8"))
-            finals = [
-                m
-                for _, m in trace["listeners"]["en"]
-                if m.get("type") == "caption" and m["state"] == "final" and not m.get("rev")
-            ]
-            source = {m["segment"]: m for m in finals if m.get("source")}
+            heard = heard_captions(Received(float(t), m) for t, m in trace["listeners"]["en"])
+            source = first_finals(sources(heard))
             translate = whisper_translate(transcriber, pool, lang)
             per_clip: dict[str, list[list[str]]] = {k: [[] for _ in clips] for k in rows}
             prompt: str | None = None
-            for final in (m for m in finals if not m.get("source")):
-                covered = [source[s] for s in final["sources"] if s in source]
+            for final in first_finals(translated(heard, "en")).values():
+                covered = [source[s] for s in final.sources if s in source]
                 if not covered:
                     continue
-                joined = np.concatenate([_slice(audio, c["start"], c["end"]) for c in covered])
-                k = clip_of(covered[0]["start"], covered[-1]["end"], spans)
-                per_clip["live"][k].append(final["text"])
+                joined = np.concatenate([_slice(audio, c.start, c.end) for c in covered])
+                k = clip_of(covered[0].start, covered[-1].end, spans)
+                per_clip["live"][k].append(final.text)
                 per_clip["as live"][k].append(await translate(joined, prompt))
-                prompt = final["text"]
+                prompt = final.text
             by_clip: list[list[np.ndarray]] = [[] for _ in clips]
             for segment in sorted(source):
                 caption = source[segment]
-                k = clip_of(caption["start"], caption["end"], spans)
-                by_clip[k].append(_slice(audio, caption["start"], caption["end"]))
+                k = clip_of(caption.start, caption.end, spans)
+                by_clip[k].append(_slice(audio, caption.start, caption.end))
             for k, span in enumerate(spans):
                 if by_clip[k]:
                     grouped = await translate(np.concatenate(by_clip[k]), None)

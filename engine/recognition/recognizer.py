@@ -569,8 +569,10 @@ class StreamingRecognizer:
         speech, so where it begins tells how long the speaker paused (the translation stage
         reads it so: engine/translation/sentences.py)."""
         seg = self._segment
+        if seg.drafted:
+            return
         span = self._speech.speech_span(seg.start)
-        if span is not None and not seg.drafted:
+        if span is not None:
             seg.start = max(seg.start, span[0] - self.config.lead_in_s)
 
     def _release_held(self) -> list[Caption]:

@@ -322,14 +322,8 @@ class SessionTranslator:
         self._start()
         now = time.perf_counter()
         who = caption.speaker.id if caption.speaker is not None else ""
+        self._speech_after_pause(who, caption.start)
         if not caption.is_final:
-            if who in self._pauses:  # the first draft after a final that left a sentence open
-                if self._sentences[who].goes_on(caption.start):
-                    # The speaker went on: the sentence waits for this segment's final, however
-                    # long its refine takes (its arrival restarts the pause if it stays open).
-                    self._stop_pause(who)
-                else:
-                    self._close_sentence(who)  # a long pause came first
             for lane in self._lanes.values():
                 self._want_draft(lane, _Draft(caption, now))
             return
@@ -337,8 +331,6 @@ class SessionTranslator:
         if assembler is None:
             assembler = SentenceAssembler(self._rules, self.config.context_chars)
             self._sentences[who] = assembler
-        elif who in self._pauses and not assembler.goes_on(caption.start):
-            self._close_sentence(who)  # no draft came first: the same test as a draft's
         sentence = assembler.add(SourcePiece(caption, audio))
         if sentence is not None:
             self._stop_pause(who)
@@ -386,6 +378,19 @@ class SessionTranslator:
         await asyncio.gather(*final_tasks, *draft_tasks, *redoing, return_exceptions=True)
 
     # -- sentences ---------------------------------------------------------------------------
+
+    def _speech_after_pause(self, who: str, start: float) -> None:
+        """The first caption (draft or final) after a final that left ``who``'s sentence
+        open: if it begins within ``resume_gap_s`` the speaker went on, and the sentence waits
+        for this segment's final, however long its refine takes (its arrival restarts the
+        pause if the sentence stays open); otherwise a long pause came first and the sentence
+        closes now."""
+        if who not in self._pauses:
+            return
+        if self._sentences[who].goes_on(start):
+            self._stop_pause(who)
+        else:
+            self._close_sentence(who)
 
     def _restart_pause(self, who: str) -> None:
         self._stop_pause(who)
