@@ -372,7 +372,7 @@ class Session:
             said = await self.publish(caption)
             translator = self.translators.get(question.lang)
             if translator is not None and isinstance(said, Caption):
-                await translator.on_source(said)
+                await translator.on_source(said, whole=True)
         return question
 
     def open_stream(

@@ -116,13 +116,15 @@ class SentenceAssembler:
         within ``resume_gap_s`` of the end of the sentence's last final."""
         return bool(self._open) and start - self._open[-1].caption.end < self.rules.resume_gap_s
 
-    def add(self, piece: SourcePiece) -> Sentence | None:
-        """Add the next source final; the sentence it closes, if it closes one."""
+    def add(self, piece: SourcePiece, *, whole: bool = False) -> Sentence | None:
+        """Add the next source final; the sentence it closes, if it closes one. ``whole``:
+        the final ends its sentence (a line said whole, such as an accepted question)."""
         self._open.append(piece)
         text = " ".join(p.caption.text for p in self._open)
         span = piece.caption.end - self._open[0].caption.start
         if (
-            (self.rules.close_at_mark and ends_sentence(piece.caption.text))
+            whole
+            or (self.rules.close_at_mark and ends_sentence(piece.caption.text))
             or len(text.split()) >= self.rules.max_words
             or span >= self.rules.max_seconds
         ):

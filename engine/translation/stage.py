@@ -314,9 +314,13 @@ class SessionTranslator:
                 words.update(dict.fromkeys(corrected[1]))
         return tuple(words)
 
-    async def on_source(self, caption: Caption, audio: np.ndarray | None = None) -> None:
+    async def on_source(
+        self, caption: Caption, audio: np.ndarray | None = None, *, whole: bool = False
+    ) -> None:
         """Take the next source caption (in order); ``audio`` is the segment's 16 kHz audio,
-        given with finals. Returns at once: translation runs in the lanes' tasks."""
+        given with finals. ``whole``: the final is a sentence of its own (an accepted
+        question), closed at once whatever the rules wait for. Returns at once: translation
+        runs in the lanes' tasks."""
         if not caption.source or self._closed:
             return
         self._start()
@@ -331,7 +335,7 @@ class SessionTranslator:
         if assembler is None:
             assembler = SentenceAssembler(self._rules, self.config.context_chars)
             self._sentences[who] = assembler
-        sentence = assembler.add(SourcePiece(caption, audio))
+        sentence = assembler.add(SourcePiece(caption, audio), whole=whole)
         if sentence is not None:
             self._stop_pause(who)
             self._enqueue(sentence)

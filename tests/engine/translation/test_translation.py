@@ -541,6 +541,32 @@ async def test_a_speech_route_closes_a_marked_sentence_only_at_a_long_pause(
     await session.close()
 
 
+async def test_a_line_said_whole_closes_its_sentence_at_once() -> None:
+    """An accepted question is a sentence of its own: in a session whose speech route waits
+    a long pause to close a sentence, its translation does not wait for one."""
+
+    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+        return "english."
+
+    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
+    published = Recorder()
+    session = SessionTranslator(
+        "de",
+        published,
+        {"en": TargetPlan(route, None, None)},
+        whisper_translate=fake_whisper,
+        config=TranslationConfig(speech_sentences=SentenceRules(close_at_mark=False, pause_s=60)),
+    )
+    session.set_languages({"en"})
+    await session.on_source(final(0, "Eine Frage?"), np.zeros(8000, np.float32), whole=True)
+    await published.wait_for(lambda ev: bool(published.captions("en", "final")))  # 10 s at most
+    assert published.captions("en", "final")[0].sources == (0,)
+    await session.on_source(final(1, "Noch eine Frage?"), np.zeros(8000, np.float32))
+    await asyncio.sleep(0.3)
+    assert len(published.captions("en", "final")) == 1  # not whole: it waits for a pause
+    await session.close()
+
+
 async def test_text_routes_close_a_sentence_at_its_mark(
     pools: Callable[[str], WorkerPool],
 ) -> None:
