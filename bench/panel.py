@@ -10,7 +10,8 @@ listener. Reported (docs/metrics.md, "Panels"):
   final in the other language;
 - WER per speaker together against alone (goal <= 1.1x);
 - caption lag per speaker (the audio sent minus the audio its captions cover, at each of its
-  captions; goal p95 <= 2 s);
+  captions; goal p95 <= 2 s), and its speech lag (the same, counting only speech: silence
+  after the last caption is not lag; bench/speech_spans.py);
 - from a moderator accepting a question to its caption at the listeners.
 """
 
@@ -39,6 +40,7 @@ from bench.recordings import Recording
 from bench.replay import Replay, add_speaker, present
 from bench.resources import machine_info
 from bench.server import server_arguments, server_under_test
+from bench.speech_spans import Spans, speech_spans, unshown_speech
 from bench.textnorm import normalise_words
 from bench.translation import FleursClip, build_talk, fleurs_clips
 
@@ -53,6 +55,8 @@ class Talk:
     lang: str
     recording: Recording
     reference: str
+    speech: Spans
+    """Where the talk has speech (seconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +65,15 @@ class Alone:
 
     wer: float
     lag_p95_s: float | None
+    speech_lag_p95_s: float | None
 
 
 def talk(lang: str, clips: int) -> Talk:
     chosen: list[FleursClip] = [c for c in fleurs_clips() if c.lang == lang][:clips]
     recording, _ = build_talk(f"panel-{lang}", chosen)
     reference = " ".join(c.references[lang] for c in chosen)
-    return Talk("", lang, recording, reference)
+    speech = speech_spans(recording.pcm, recording.sample_rate)
+    return Talk("", lang, recording, reference, speech)
 
 
 def own_finals(replay: Replay, speaker: str | None) -> list[dict[str, Any]]:
@@ -101,6 +107,11 @@ def lag(replay: Replay, speaker: str | None) -> list[LagSample]:
         and (speaker is None or (r.message.get("speaker") or {}).get("id") == speaker)
     ]
     return lag_series(replay.schedule, captions)
+
+
+def speech_lags(talk: Talk, samples: Sequence[LagSample]) -> list[float]:
+    """The speech lag at each of ``samples`` (module docstring)."""
+    return [unshown_speech(s.sent, s.covered, talk.speech) for s in samples]
 
 
 async def _listen(
@@ -141,9 +152,11 @@ async def run(base_url: str, english: Talk, spanish: Talk) -> dict[str, Any]:
                 item.recording,
                 language=item.lang,
             )
+            samples = lag(replay, None)
             alone[item.lang] = Alone(
                 wer(item, [m for m in own_finals(replay, None) if m["lang"] == item.lang]),
-                distribution(s.lag for s in lag(replay, None)).p95,
+                distribution(s.lag for s in samples).p95,
+                distribution(speech_lags(item, samples)).p95,
             )
         # Together: one session, two speakers, two listeners.
         session = await _session(client, "panel")
@@ -192,6 +205,7 @@ def summarise(
         samples = lag(replay, speaker)
         together = wer(item, finals)
         lag_dist = distribution(s.lag for s in samples)
+        speech_dist = distribution(speech_lags(item, samples))
         said = {int(m["segment"]) for m in finals if m["text"]}
         other = "es" if item.lang == "en" else "en"
         translated = {
@@ -217,6 +231,10 @@ def summarise(
                 "lag_p50_s": lag_dist.p50,
                 "lag_p95_s": lag_dist.p95,
                 "lag_max_s": lag_dist.max,
+                "speech_lag_p95_alone_s": solo.speech_lag_p95_s,
+                "speech_lag_p50_s": speech_dist.p50,
+                "speech_lag_p95_s": speech_dist.p95,
+                "speech_lag_max_s": speech_dist.max,
                 "finals": len(said),
                 "finals_translated": len(said & translated),
                 "lag_series": series_json(samples),
@@ -261,15 +279,19 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"{report['created_utc']}; `{report['command']}`; {machine_line(report['machine'])}.",
         "",
         "| speaker | language | audio s | WER alone | WER together | ratio (goal <= 1.1) | "
-        "lag p50 / p95 / max s (goal p95 <= 2) | lag p95 alone s | finals translated |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "lag p50 / p95 / max s (goal p95 <= 2) | lag p95 alone s | "
+        "speech lag p50 / p95 / max s | speech lag p95 alone s | finals translated |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["speakers"]:
         lines.append(
             f"| {row['speaker']} | {row['lang']} | {row['audio_s']} | {row['wer_alone']} | "
             f"{row['wer_together']} | {row['wer_ratio']} | "
             f"{' / '.join(fixed(row[k]) for k in ('lag_p50_s', 'lag_p95_s', 'lag_max_s'))} | "
-            f"{fixed(row['lag_p95_alone_s'])} | {row['finals_translated']} of {row['finals']} |"
+            f"{fixed(row['lag_p95_alone_s'])} | "
+            + " / ".join(fixed(row[f"speech_lag_{k}_s"]) for k in ("p50", "p95", "max"))
+            + f" | {fixed(row['speech_lag_p95_alone_s'])} | "
+            f"{row['finals_translated']} of {row['finals']} |"
         )
     lines += [
         "",

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from bench.metrics import laal
 from bench.paths import RESULTS
+from bench.speech_spans import speech_spans
 from bench.translation import FLEURS_DIR, INTO_ENGLISH, FleursClip, fleurs_clips
-from engine.audio import decode_pcm16
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,18 +56,14 @@ class ClipSpeech:
 
 def clip_speech(clip: FleursClip, min_pause_s: float) -> ClipSpeech | None:
     """The clip's speech spans (None if it has no speech)."""
-    from faster_whisper.vad import VadOptions, get_speech_timestamps
-
     with wave.open(str(clip.wav), "rb") as reader:
         rate = reader.getframerate()
-        samples = decode_pcm16(reader.readframes(reader.getnframes()))
-    options = VadOptions(min_silence_duration_ms=int(min_pause_s * 1000), speech_pad_ms=0)
-    stamps = get_speech_timestamps(samples, options, sampling_rate=rate)
-    if not stamps:
+        frames = reader.getnframes()
+        spans = speech_spans(reader.readframes(frames), rate, min_pause_s)
+    if not spans:
         return None
-    spans = tuple((s["start"] / rate, s["end"] / rate) for s in stamps)
     words = len(clip.references["en"].split())
-    return ClipSpeech(clip.id, clip.lang, len(samples) / rate, spans, words)
+    return ClipSpeech(clip.id, clip.lang, frames / rate, spans, words)
 
 
 def floor_laal(clips: Sequence[ClipSpeech], after_s: float) -> list[float]:
