@@ -60,7 +60,9 @@ class Models:
         self, language: str, start: float, counter: itertools.count[int]
     ) -> StreamingRecognizer:
         model = self.english if language == "en" else self.base
-        config = replace(RecognizerConfig(), language=language, refine_full_window=False)
+        config = replace(
+            RecognizerConfig(), language=language, refine_full_window=False, refine_wait_s=None
+        )
         return StreamingRecognizer(
             model,
             StreamingVad(self.vad),

@@ -121,6 +121,8 @@ async def step_through(
     session's terms as hint text (engine/terms.py)."""
     audio = decode_pcm16(pcm)
     counter = itertools.count()
+    # Each step waits for its refine, as if decodes took no time.
+    config = replace(config, refine_wait_s=None)
     recognizer = StreamingRecognizer(
         transcriber, StreamingVad(vad), pool.run, lambda: next(counter), config, terms=terms
     )

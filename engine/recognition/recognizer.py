@@ -16,10 +16,14 @@ larger steps, not a backlog), scores it with the VAD, and then either
   yields a draft caption (committed words, then the unstable tail), if the VAD heard speech
   since the last draft (in a pause a draft would only decode the same words again, taking
   the worker from another stream).
+
+A refine decode runs beside the steps that follow it (``refine_wait_s``): the next segment
+drafts while the last one's final is decoded, and that final comes out of a later step.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import math
 from collections import deque
@@ -129,6 +133,14 @@ class RecognizerConfig:
     sentence_pause_s: float = 0.4
     """A segment's final ends a sentence only if the speech had paused this long when it was
     made (and its last word can end one): engine/recognition/punctuation.py."""
+    refine_wait_s: float | None = 0.25
+    """How long a step waits for the refine of the segment it closed before going on with
+    the next one: a refine that takes longer (Whisper base in the full window, a second and
+    a half on two cores) goes on beside the next segment's drafts, on the pool's other
+    worker, and its final follows in a later step. Before, the drafts waited, and the speech
+    after a short pause stayed unshown for the whole refine (docs/metrics.md, "Panels").
+    None: every step waits for it (a compute-unaware replay, bench/steps.py, where each
+    decode takes no time)."""
     context_max_backlog_s: float = 1.0
     """Past this much, finals decode without the context (the first level of shedding):
     the worker is shared (two presenters on one machine kept it 90% busy with finals that
@@ -168,7 +180,8 @@ class _EarlyDecode:
     serves the segment's final if nothing but silence follows."""
 
     speech_end: float
-    refined: _Refined
+    refined: asyncio.Future[_Refined]
+    """Running on the pool while the step goes on (and the speaker may)."""
 
 
 @dataclass(slots=True)
@@ -179,6 +192,31 @@ class _Segment:
     drafted: bool = False
     last_draft: str = ""
     early: _EarlyDecode | None = None
+
+
+@dataclass(slots=True)
+class _Closing:
+    """A segment cut at ``cut`` whose final waits for its refine decode (``refine``, its
+    early decode's or its own; None when it held no speech)."""
+
+    segment: _Segment
+    cut: float
+    hint: list[Word]
+    unheard: int
+    """How many words may follow the hint (:meth:`StreamingRecognizer._unheard_words`)."""
+    refine: asyncio.Future[_Refined] | None = None
+    refined: _Refined | None = None
+
+    @property
+    def hears_speech(self) -> bool:
+        return self.refine is not None
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a decode's failure seen: one nobody awaits (an early decode the speaker went on
+    past) must not be logged as never retrieved; one that serves a final raises there."""
+    if not future.cancelled():
+        future.exception()
 
 
 class StreamingRecognizer:
@@ -235,6 +273,8 @@ class StreamingRecognizer:
         self._mid_sentence = False
         """The last final did not end a sentence: the next one continues it."""
         self._held: _Final | None = None
+        self._closing: _Closing | None = None
+        """The segment closed last, while its refine runs."""
 
     @property
     def received_until(self) -> float:
@@ -281,10 +321,12 @@ class StreamingRecognizer:
         self.shed = next_level(self.shed, backlog, self._shedding)
         await self._score(now)
         events: list[Caption] = self._release_held()
+        events.extend(await self._refined(wait=0.0))
         self._skip_silence()
         # One segment closes per pause, in order, however much audio this step covers.
         while (cut := self._find_cut(now)) is not None:
             events.extend(await self._close(cut, self._segment.agreement.words()))
+        events.extend(await self._refined(wait=self.config.refine_wait_s))
         seg = self._segment
         span = self._speech.speech_span(seg.start)
         if span is None:
@@ -292,6 +334,7 @@ class StreamingRecognizer:
             seg.start = max(seg.start, now - self.config.lead_in_s)
             self._trim(seg.start)
         elif draft and self._pause_began(seg, span, now, backlog):
+            events.extend(await self._refined(wait=None))  # its final is the next's context
             await self._decode_early(span[1], now)
         elif (
             not draft
@@ -306,6 +349,7 @@ class StreamingRecognizer:
             self.skipped_drafts += 1
         else:
             events.extend(await self._draft(now, span[1]))
+        events.extend(await self._refined(wait=0.0))
         self.processed_until = now
         return events
 
@@ -324,6 +368,7 @@ class StreamingRecognizer:
                     ended=True,
                 )
             )
+        events.extend(await self._refined(wait=None))
         if self._held is not None:  # the stream ended in its pause: it ends a sentence
             held, self._held = self._held, None
             events.append(self._settle(held, sentence_end=ends_sentence(held.caption.text)))
@@ -337,7 +382,10 @@ class StreamingRecognizer:
             self._scored_until = now
 
     def _trim(self, time: float) -> None:
-        """Forget audio before ``time``, except what the next refine may hear again."""
+        """Forget audio before ``time``, except what the next refine may hear again; nothing
+        while a closed segment's refine runs (its final reads the audio: it trims then)."""
+        if self._closing is not None:
+            return
         self._speech.trim_before(time)
         oldest = self._segment.start - self.config.refine_context_s
         while self._heard and self._heard[0].start < oldest:
@@ -436,19 +484,25 @@ class StreamingRecognizer:
             and span[1] - span[0] >= self.config.min_speech_s
             and self._speech.end >= span[1] + self._cut_delay(now)
             and (seg.early is None or seg.early.speech_end != span[1])
+            and (seg.early is None or seg.early.refined.done())
             and backlog <= self.config.max_backlog_s
         )
 
     async def _decode_early(self, speech_end: float, now: float) -> None:
+        """Start the refine decode of the open segment up to its pause (it runs while the
+        step goes on: a speaker who goes on gets drafts beside it)."""
         end = min(now, speech_end + self._cut_delay(now))
-        refined = await self._refine_decode(end)
-        self._segment.early = _EarlyDecode(speech_end, refined)
+        seg = self._segment
+        refined = asyncio.ensure_future(self._refine_decode(seg, end))
+        refined.add_done_callback(_retrieved)  # one the speaker went on past is dropped
+        seg.early = _EarlyDecode(speech_end, refined)
         self.early_decodes += 1
+        await asyncio.sleep(0)  # let it reach the pool now
         # No draft of the same speech while the pause may still close the segment: it would
         # hold the worker when the final is due.
         self._drafted_speech_end = max(self._drafted_speech_end, speech_end)
 
-    def _early_decode(self, cut: float) -> _Refined | None:
+    def _early_decode(self, cut: float) -> asyncio.Future[_Refined] | None:
         """The early decode if it covers the segment up to ``cut``: only silence lies
         between the speech it heard and the cut."""
         early = self._segment.early
@@ -507,20 +561,54 @@ class StreamingRecognizer:
         full_window: bool | None = None,
         ended: bool = False,
     ) -> list[Caption]:
-        """Finalise the open segment up to ``cut``; start the next one there.
+        """Close the open segment at ``cut`` and start the next one there; its final follows
+        its refine (:meth:`_refined`), at once if the stream ``ended``.
 
         ``hint`` is what streaming showed for the segment. The whole segment is decoded once
         more (beam ``refine_beam``, or greedily with ``refine`` off, since the last draft may
         predate the last word); the hint bounds the decode's end. An early decode of the
-        segment serves instead when only silence followed it.
+        segment serves instead when only silence followed it. The segment closed before
+        this one is finalised first: its final is this refine's context.
         """
+        events = await self._refined(wait=None)
         seg = self._segment
-        words = hint
+        closing = _Closing(seg, cut, hint, self._unheard_words(hint, cut))
         if self._speech.speech_span(seg.start) is not None:
-            refined = self._early_decode(cut)
-            if refined is None:
-                refined = await self._refine_decode(cut, pad=pad, full_window=full_window)
-            decoded = anchor_to_hint(refined.words, hint, self._unheard_words(hint, cut))
+            closing.refine = self._early_decode(cut) or asyncio.ensure_future(
+                self._refine_decode(seg, cut, pad=pad, full_window=full_window)
+            )
+        self._closing = closing
+        self._segment = _Segment(cut)
+        self._skip_silence()
+        if ended:
+            events.extend(await self._refined(wait=None, ended=True))
+        return events
+
+    async def _refined(self, *, wait: float | None, ended: bool = False) -> list[Caption]:
+        """The final of the segment closed last, once its refine is done: waiting at most
+        ``wait`` seconds for it (None: until it is). ``ended``: the stream ended, so the
+        final ends a sentence."""
+        closing = self._closing
+        if closing is None:
+            return []
+        task = closing.refine
+        if task is not None and not task.done() and wait is not None:
+            if wait <= 0:
+                return []
+            done, _ = await asyncio.wait({task}, timeout=wait)
+            if not done:
+                return []
+        self._closing = None
+        if task is not None:
+            closing.refined = await task
+        return self._finalise(closing, ended=ended)
+
+    def _finalise(self, closing: _Closing, *, ended: bool) -> list[Caption]:
+        """The final caption of a closed segment, from its refine (module docstring)."""
+        seg, cut, hint = closing.segment, closing.cut, closing.hint
+        words = hint
+        if closing.refined is not None:
+            decoded = anchor_to_hint(closing.refined.words, hint, closing.unheard)
             if decoded or not hint:
                 words = decoded
         decoded_text = join_words(words)
@@ -529,7 +617,7 @@ class StreamingRecognizer:
         if text or seg.drafted:
             start = hint[0].start if hint else seg.start
             caption = Caption(
-                segment=self._segment_id(),
+                segment=self._segment_id(seg),
                 lang=self.config.language,
                 source=True,
                 state="final",
@@ -550,8 +638,6 @@ class StreamingRecognizer:
             self._heard.append(_Heard(seg.start, decoded_text))
         else:
             self._heard.clear()  # the next segment does not follow on from the last final
-        self._segment = _Segment(cut)
-        self._skip_silence()
         self._trim(cut - self.config.lead_in_s)
         released = self._release_held()  # a later segment closed: the speaker went on
         if final is None:
@@ -603,9 +689,9 @@ class StreamingRecognizer:
         return caption
 
     async def _refine_decode(
-        self, end: float, *, pad: float = 0.0, full_window: bool | None = None
+        self, seg: _Segment, end: float, *, pad: float = 0.0, full_window: bool | None = None
     ) -> _Refined:
-        """The careful decode of the open segment up to ``end`` that makes its final (beam
+        """The careful decode of ``seg`` up to ``end`` that makes its final (beam
         ``refine_beam``, or greedy with ``refine`` off). Word timing is not needed (the
         caption spans the segment), so it skips the alignment pass; the hint anchors its end.
         """
@@ -614,14 +700,14 @@ class StreamingRecognizer:
             full_window = config.refine_full_window
         decode = functools.partial(
             self._decode,
-            self._segment.start,
+            seg.start,
             end,
             config.refine_beam if config.refine and self.shed < Shed.BEAM else config.draft_beam,
             timestamps=False,
             pad=pad,
             full_window=full_window,
         )
-        heard = self._context_for(end) if full_window else []
+        heard = self._context_for(seg, end) if full_window else []
         words = await decode(heard=heard)
         if heard and not any(word_key(w.text) for w in words):
             # After a forced prefix that ends a sentence and a pause, tiny.en sometimes
@@ -631,15 +717,12 @@ class StreamingRecognizer:
             return _Refined(await decode())
         return _Refined(words)
 
-    def _context_for(self, end: float) -> list[_Heard]:
-        """The recent finals a full-window refine up to ``end`` hears again: those that began
-        within ``refine_context_s`` of the segment and leave the decode inside one window."""
-        if (
-            self.shed >= Shed.CONTEXT
-            or end - self._segment.start >= self.config.refine_context_below_s
-        ):
+    def _context_for(self, seg: _Segment, end: float) -> list[_Heard]:
+        """The recent finals a full-window refine of ``seg`` up to ``end`` hears again: those
+        that began within ``refine_context_s`` of it and leave the decode inside one window."""
+        if self.shed >= Shed.CONTEXT or end - seg.start >= self.config.refine_context_below_s:
             return []
-        earliest = max(self._segment.start - self.config.refine_context_s, end - CONTEXT_WINDOW_S)
+        earliest = max(seg.start - self.config.refine_context_s, end - CONTEXT_WINDOW_S)
         return [h for h in self._heard if h.start >= earliest]
 
     def _unheard_words(self, hint: list[Word], cut: float) -> int:
@@ -651,9 +734,16 @@ class StreamingRecognizer:
         heard_until = hint[-1].end if hint else self._segment.start
         return 1 + math.ceil(max(0.0, min(cut, span[1]) - heard_until) * 3.5)
 
-    def _segment_id(self) -> int:
-        """The open segment's id, taken from the session when it first shows anything, so
-        segments that held only noise use up no number."""
-        if self._segment.id < 0:
-            self._segment.id = self._next_segment()
-        return self._segment.id
+    def _segment_id(self, seg: _Segment | None = None) -> int:
+        """The id of ``seg`` (the open segment by default), taken from the session when it
+        first shows anything, so segments that held only noise use up no number. A closed
+        segment whose refine still runs takes its number before the open one shows: ids
+        follow the speech."""
+        if seg is None:
+            seg = self._segment
+            closing = self._closing
+            if closing is not None and closing.segment.id < 0 and closing.hears_speech:
+                closing.segment.id = self._next_segment()
+        if seg.id < 0:
+            seg.id = self._next_segment()
+        return seg.id

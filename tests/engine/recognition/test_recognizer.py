@@ -10,6 +10,7 @@ guess each call, so LocalAgreement must never commit it.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from engine.recognition.asr import DecodeOptions
 from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.recognition.shedding import Shed
 from engine.recognition.vad import WINDOW
+from engine.workers import WorkerPool
 
 SCRIPT = [
     # sentence one, then a pause from 2.6 s to 3.6 s, then sentence two
@@ -137,6 +139,49 @@ async def test_drafts_then_finals_at_pauses() -> None:
     # The refine pass used the larger beam, drafts the greedy one.
     beams = {o.beam_size for o in transcriber.calls}
     assert beams == {1, 5}
+
+
+class SlowRefines(FakeTranscriber):
+    """Refine decodes (the larger beam) wait for ``gate``: a model slower than the speaker."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+        if options.beam_size > 1:
+            assert self.gate.wait(10)
+        return super().transcribe(audio, options)
+
+
+async def test_the_next_segment_drafts_while_the_last_refine_runs() -> None:
+    """A refine that takes longer than ``refine_wait_s`` goes on beside the next segment's
+    drafts (the pool's other worker): the speech after the pause shows before the final
+    of the speech before it, and the finals keep their order and their ids the speech's."""
+    transcriber = SlowRefines()
+    pool = WorkerPool("asr", threads=2, max_pending=8)
+    counter = itertools.count()
+    recognizer = StreamingRecognizer(
+        transcriber,
+        FakeVad(),  # type: ignore[arg-type]
+        pool.run,
+        lambda: next(counter),
+        RecognizerConfig(refine_wait_s=0.05),
+    )
+    try:
+        audio = make_audio(7.0)
+        split = int(5.0 * SAMPLE_RATE)
+        events = await feed(recognizer, audio[:split], 0.3)
+        assert finals(events) == []  # the first sentence's refine is still running
+        assert any(e.segment == 1 and "This" in e.text for e in events if e.state == "draft")
+        transcriber.gate.set()
+        events += await feed(recognizer, audio[split:], 0.3)
+        events += await recognizer.finish()
+        assert finals(events) == ["Hello there my friends.", "This is a test."]
+        assert [e.segment for e in events if e.state == "final"] == [0, 1]
+    finally:
+        transcriber.gate.set()
+        pool.shutdown()
 
 
 @pytest.mark.parametrize("held_from", [2.7, 3.0])
