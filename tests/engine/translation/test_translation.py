@@ -17,7 +17,12 @@ import pytest
 
 from engine.events import Caption, ErrorEvent, Event, Speaker, Word
 from engine.recognition.asr import DecodeOptions
-from engine.translation.backends import PooledTranslator, TargetPlan, whisper_translate
+from engine.translation.backends import (
+    PooledTranslator,
+    TargetPlan,
+    WhisperTranslate,
+    whisper_translate,
+)
 from engine.translation.routes import (
     Backend,
     Candidate,
@@ -152,6 +157,22 @@ def going_on(after: Caption, segment: int, text: str) -> Caption:
     """The final of a segment cut at a short pause after ``after``: it begins where that one
     ended, so it continues ``after``'s sentence unless that one was closed."""
     return dataclasses.replace(final(segment, text), start=after.end, speaker=after.speaker)
+
+
+def whisper_session(
+    published: Recorder, whisper: WhisperTranslate, config: TranslationConfig
+) -> SessionTranslator:
+    """A German session whose English is read and made by Whisper-translate alone."""
+    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
+    session = SessionTranslator(
+        "de",
+        published,
+        {"en": TargetPlan(route, None, None)},
+        whisper_translate=whisper,
+        config=config,
+    )
+    session.set_languages({"en"})
+    return session
 
 
 # -- pure parts ---------------------------------------------------------------------------
@@ -513,17 +534,9 @@ async def test_a_speech_route_closes_a_marked_sentence_only_at_a_long_pause(
         heard.append(len(audio))
         return "english."
 
-    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
     published = Recorder()
     rules = SentenceRules(close_at_mark=False, pause_s=0.3)
-    session = SessionTranslator(
-        "de",
-        published,
-        {"en": TargetPlan(route, None, None)},
-        whisper_translate=fake_whisper,
-        config=TranslationConfig(speech_sentences=rules),
-    )
-    session.set_languages({"en"})
+    session = whisper_session(published, fake_whisper, TranslationConfig(speech_sentences=rules))
     first = final(0, "Nachdem der Damm 1963 erbaut worden war.")
     await session.on_source(first, np.zeros(16000, np.float32))
     await session.on_source(dataclasses.replace(draft(1, "kamen die"), start=first.end))
@@ -548,16 +561,9 @@ async def test_a_line_said_whole_closes_its_sentence_at_once() -> None:
     async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
         return "english."
 
-    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
     published = Recorder()
-    session = SessionTranslator(
-        "de",
-        published,
-        {"en": TargetPlan(route, None, None)},
-        whisper_translate=fake_whisper,
-        config=TranslationConfig(speech_sentences=SentenceRules(close_at_mark=False, pause_s=60)),
-    )
-    session.set_languages({"en"})
+    rules = SentenceRules(close_at_mark=False, pause_s=60)
+    session = whisper_session(published, fake_whisper, TranslationConfig(speech_sentences=rules))
     await session.on_source(final(0, "Eine Frage?"), np.zeros(8000, np.float32), whole=True)
     await published.wait_for(lambda ev: bool(published.captions("en", "final")))  # 10 s at most
     assert published.captions("en", "final")[0].sources == (0,)
