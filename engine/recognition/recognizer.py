@@ -205,11 +205,6 @@ class _Closing:
     unheard: int
     """How many words may follow the hint (:meth:`StreamingRecognizer._unheard_words`)."""
     refine: asyncio.Future[_Refined] | None = None
-    refined: _Refined | None = None
-
-    @property
-    def hears_speech(self) -> bool:
-        return self.refine is not None
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
@@ -483,8 +478,9 @@ class StreamingRecognizer:
             and self.config.refine
             and span[1] - span[0] >= self.config.min_speech_s
             and self._speech.end >= span[1] + self._cut_delay(now)
-            and (seg.early is None or seg.early.speech_end != span[1])
-            and (seg.early is None or seg.early.refined.done())
+            and (
+                seg.early is None or (seg.early.speech_end != span[1] and seg.early.refined.done())
+            )
             and backlog <= self.config.max_backlog_s
         )
 
@@ -599,16 +595,17 @@ class StreamingRecognizer:
             if not done:
                 return []
         self._closing = None
-        if task is not None:
-            closing.refined = await task
-        return self._finalise(closing, ended=ended)
+        refined = None if task is None else await task
+        return self._finalise(closing, refined, ended=ended)
 
-    def _finalise(self, closing: _Closing, *, ended: bool) -> list[Caption]:
+    def _finalise(
+        self, closing: _Closing, refined: _Refined | None, *, ended: bool
+    ) -> list[Caption]:
         """The final caption of a closed segment, from its refine (module docstring)."""
         seg, cut, hint = closing.segment, closing.cut, closing.hint
         words = hint
-        if closing.refined is not None:
-            decoded = anchor_to_hint(closing.refined.words, hint, closing.unheard)
+        if refined is not None:
+            decoded = anchor_to_hint(refined.words, hint, closing.unheard)
             if decoded or not hint:
                 words = decoded
         decoded_text = join_words(words)
@@ -742,7 +739,7 @@ class StreamingRecognizer:
         if seg is None:
             seg = self._segment
             closing = self._closing
-            if closing is not None and closing.segment.id < 0 and closing.hears_speech:
+            if closing is not None and closing.segment.id < 0 and closing.refine is not None:
                 closing.segment.id = self._next_segment()
         if seg.id < 0:
             seg.id = self._next_segment()

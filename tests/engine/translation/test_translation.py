@@ -159,6 +159,14 @@ def going_on(after: Caption, segment: int, text: str) -> Caption:
     return dataclasses.replace(final(segment, text), start=after.end, speaker=after.speaker)
 
 
+def text_session(pools: Callable[[str], WorkerPool]) -> tuple[Recorder, SessionTranslator]:
+    """An English session translated into Spanish by a scripted text backend."""
+    translator = ScriptedTranslator("es")
+    published = Recorder()
+    session = SessionTranslator("en", published, {"es": plan_for("es", translator, pools("es"))})
+    return published, session
+
+
 def whisper_session(
     published: Recorder, whisper: WhisperTranslate, config: TranslationConfig
 ) -> SessionTranslator:
@@ -576,9 +584,7 @@ async def test_a_line_said_whole_closes_its_sentence_at_once() -> None:
 async def test_text_routes_close_a_sentence_at_its_mark(
     pools: Callable[[str], WorkerPool],
 ) -> None:
-    translator = ScriptedTranslator("es")
-    published = Recorder()
-    session = SessionTranslator("en", published, {"es": plan_for("es", translator, pools("es"))})
+    published, session = text_session(pools)
     began = time.perf_counter()
     await session.on_source(final(0, "The first sentence."))
     await published.wait_for(lambda ev: bool(published.captions("es", "final")))
@@ -943,9 +949,7 @@ async def test_a_correction_remakes_a_published_sentence_and_reaches_one_not_tra
 ) -> None:
     from engine.revisions import RevisionBook
 
-    translator = ScriptedTranslator("es")
-    published = Recorder()
-    session = SessionTranslator("en", published, {"es": plan_for("es", translator, pools("es"))})
+    published, session = text_session(pools)
     session.set_languages({"es"})
     began = final(0, "We use team")
     ended = going_on(began, 1, "viewer.")
