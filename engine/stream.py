@@ -2,6 +2,8 @@
 
 Compute-aware: the stream's task takes a recognition step whenever audio has arrived, and one
 step takes all the audio that arrived since the last (engine/recognition/recognizer.py).
+Beside each step and each wait for audio, it awaits the final of a closed segment whose
+refine is still decoding, and publishes it the moment the decode is done.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from engine.audio import SAMPLE_RATE, AudioFormatError, Samples, StreamResampler, decode_pcm16
 from engine.events import Caption, ErrorEvent, Event, Shedding, Speaker
@@ -23,6 +25,8 @@ from engine.translation.stage import SessionTranslator
 from engine.workers import Saturated
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,8 @@ class Recognizer(Protocol):
     def push(self, samples: Samples) -> None: ...
 
     async def step(self) -> list[Caption]: ...
+
+    async def refined_finals(self) -> list[Caption]: ...
 
     async def finish(self) -> list[Caption]: ...
 
@@ -156,20 +162,37 @@ class PresenterStream:
     async def _run(self) -> None:
         try:
             while True:
-                await self._wake.wait()
+                await self._beside_finals(self._wake.wait())
                 self._wake.clear()
                 if self._stopping:
-                    await self._publish(self.recognizer.finish)
+                    await self._publish(self.recognizer.finish())
                     return
                 if self.recognizer.backlog > 0:
-                    await self._publish(self.recognizer.step)
+                    await self._publish(self._beside_finals(self.recognizer.step()))
         finally:
             self.finished = True
             self._on_closed(self)
 
-    async def _publish(self, work: Callable[[], Awaitable[list[Caption]]]) -> None:
+    async def _beside_finals(self, work: Awaitable[T]) -> T:
+        """Await ``work``, publishing each final whose refine finishes meanwhile."""
+        task = asyncio.ensure_future(work)
         try:
-            events = await work()
+            while not task.done():
+                ready = asyncio.ensure_future(self.recognizer.refined_finals())
+                try:
+                    await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if not ready.done():
+                        ready.cancel()
+                if ready.done() and not ready.cancelled():
+                    await self._publish(ready)
+            return task.result()
+        finally:
+            task.cancel()
+
+    async def _publish(self, work: Awaitable[list[Caption]]) -> None:
+        try:
+            events = await work
         except Saturated:
             return
         except Exception as exc:  # a model failure: tell the audience, keep the session

@@ -22,6 +22,7 @@ who taps and waits neither has their language guessed from silence nor fills mem
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -80,6 +81,8 @@ class DetectingRecognizer:
         self._probs: list[float] = []
         """One per scored window since the first held sample (dropped with the silence)."""
         self._inner: StreamingRecognizer | None = None
+        self._detected = asyncio.Event()
+        """Set once ``_inner`` exists."""
         self.language: str | None = None
         self.probabilities: dict[str, float] = {}
 
@@ -132,6 +135,11 @@ class DetectingRecognizer:
         assert self._inner is not None
         return await self._inner.step(draft=draft)
 
+    async def refined_finals(self) -> list[Caption]:
+        await self._detected.wait()
+        assert self._inner is not None
+        return await self._inner.refined_finals()
+
     async def finish(self) -> list[Caption]:
         if self._inner is None and not await self._try_detect(final=True):
             return []
@@ -175,6 +183,7 @@ class DetectingRecognizer:
         # Everything held, including what arrived while the identifier and the VAD ran:
         # the recogniser must hear the turn whole.
         self._inner.hand_over(np.concatenate(self._held))
+        self._detected.set()
         self._held.clear()
         self._unscored.clear()
         return True

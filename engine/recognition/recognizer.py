@@ -18,7 +18,9 @@ larger steps, not a backlog), scores it with the VAD, and then either
   the worker from another stream).
 
 A refine decode runs beside the steps that follow it (``refine_wait_s``): the next segment
-drafts while the last one's final is decoded, and that final comes out of a later step.
+drafts while the last one's final is decoded, and that final comes out of
+:meth:`StreamingRecognizer.refined_finals` as soon as the decode is done (a stream awaits it
+beside its steps), or out of a later step.
 """
 
 from __future__ import annotations
@@ -270,6 +272,8 @@ class StreamingRecognizer:
         self._held: _Final | None = None
         self._closing: _Closing | None = None
         """The segment closed last, while its refine runs."""
+        self._refine_done = asyncio.Event()
+        """Set when a closed segment's refine finishes (:meth:`refined_finals`)."""
 
     @property
     def received_until(self) -> float:
@@ -329,7 +333,7 @@ class StreamingRecognizer:
             seg.start = max(seg.start, now - self.config.lead_in_s)
             self._trim(seg.start)
         elif draft and self._pause_began(seg, span, now, backlog):
-            events.extend(await self._refined(wait=None))  # its final is the next's context
+            events.extend(await self._refined(wait=None))  # done: the early decode's context
             await self._decode_early(span[1], now)
         elif (
             not draft
@@ -347,6 +351,19 @@ class StreamingRecognizer:
         events.extend(await self._refined(wait=0.0))
         self.processed_until = now
         return events
+
+    async def refined_finals(self) -> list[Caption]:
+        """Wait until the refine of the segment closed last is done; return its final, with
+        any held final it releases. A stream awaits this beside its steps, so a final comes
+        out when its refine finishes rather than when the step then decoding a draft does
+        (docs/metrics.md, "Panels / Finals as their refine finishes"). Cancelling it while it
+        waits changes nothing."""
+        while True:
+            await self._refine_done.wait()
+            self._refine_done.clear()
+            events = await self._refined(wait=0.0)  # done: takes no turn of the loop
+            if events:
+                return events
 
     async def finish(self) -> list[Caption]:
         """The stream ended: finalise everything said."""
@@ -472,10 +489,14 @@ class StreamingRecognizer:
         self, seg: _Segment, span: tuple[float, float], now: float, backlog: float
     ) -> bool:
         """Whether the segment's speech has paused for as long as a cut would follow it, but
-        has no early decode for this pause yet."""
+        has no early decode for this pause yet, and the segment closed before it has its
+        final: the early decode hears that final as context, and waiting for its refine
+        would hold this segment's drafts (a later step, still in the pause, starts it)."""
+        closing = self._closing
         return (
             self.config.early_finals
             and self.config.refine
+            and (closing is None or closing.refine is None or closing.refine.done())
             and span[1] - span[0] >= self.config.min_speech_s
             and self._speech.end >= span[1] + self._cut_delay(now)
             and (
@@ -573,6 +594,7 @@ class StreamingRecognizer:
             closing.refine = self._early_decode(cut) or asyncio.ensure_future(
                 self._refine_decode(seg, cut, pad=pad, full_window=full_window)
             )
+            closing.refine.add_done_callback(lambda _: self._refine_done.set())
         self._closing = closing
         self._segment = _Segment(cut)
         self._skip_silence()
@@ -592,7 +614,7 @@ class StreamingRecognizer:
             if wait <= 0:
                 return []
             done, _ = await asyncio.wait({task}, timeout=wait)
-            if not done:
+            if not done or self._closing is not closing:  # or refined_finals took it
                 return []
         self._closing = None
         refined = None if task is None else await task

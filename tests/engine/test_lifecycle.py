@@ -8,6 +8,8 @@ decode reads "hello".
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -90,15 +92,17 @@ class CountingFactory:
         return await self.inner.build(record, **history)
 
 
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
+@contextlib.asynccontextmanager
+async def make_engine(
+    tmp_path: Path, transcriber: Any = None, asr_threads: int = 1
+) -> AsyncIterator[Engine]:
     store = SqliteSessionStore(tmp_path / "sessions.sqlite3")
     hub = InMemoryHub()
     workers = Workers()
     recognition = Recognition(
-        transcribers={"en": HelloTranscriber()},
+        transcribers={"en": transcriber or HelloTranscriber()},
         vad=LoudnessVad(),
-        pool=workers.pool("asr"),
+        pool=workers.pool("asr", threads=asr_threads),
         config=lambda language: replace(RecognizerConfig(), language=language),
     )
     ports = SessionPorts(store, workers.pool("store"), hub, recognition, NullObserver())
@@ -117,6 +121,12 @@ async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
         await presenting.shutdown()
         workers.shutdown()
         store.close()
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
+    async with make_engine(tmp_path) as built:
+        yield built
 
 
 async def test_a_stream_is_finalised_on_stop_and_its_finals_stored(engine: Engine) -> None:
@@ -140,6 +150,70 @@ async def test_a_stream_is_finalised_on_stop_and_its_finals_stored(engine: Engin
     assert [c.text for c in engine.store.finals(session.code)] == [f.text for f in finals]
     assert engine.presenting.live_streams() == 0
     await presentation.release()
+
+
+class GatedTranscriber(HelloTranscriber):
+    """Refine decodes (beam 5) wait for ``refine_gate``, drafts (beam 1) for ``draft_gate``;
+    ``refining`` and ``drafting`` tell when one has begun."""
+
+    def __init__(self) -> None:
+        self.refine_gate, self.draft_gate = threading.Event(), threading.Event()
+        self.refining, self.drafting = threading.Event(), threading.Event()
+
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
+        began, gate = (
+            (self.refining, self.refine_gate)
+            if options.beam_size > 1
+            else (self.drafting, self.draft_gate)
+        )
+        began.set()
+        assert gate.wait(10)
+        return super().transcribe(audio, options)
+
+
+async def play(presentation: Presentation, pcm: bytes) -> None:
+    """In 100 ms messages, letting the stream step between them."""
+    for i in range(0, len(pcm), 3200):
+        presentation.feed(pcm[i : i + 3200])
+        await asyncio.sleep(0.005)
+
+
+async def until(flag: threading.Event) -> None:
+    for _ in range(500):
+        if flag.is_set():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the decode never began")
+
+
+async def test_a_final_is_published_when_its_refine_finishes_not_after_the_draft_beside_it(
+    tmp_path: Path,
+) -> None:
+    """The refine of a closed segment runs beside the next segment's draft (two asr
+    workers): its final reaches the presenter while that draft is still decoding."""
+    transcriber = GatedTranscriber()
+    async with make_engine(tmp_path, transcriber, asr_threads=2) as engine:
+        session, token = await engine.registry.create("Talk", "en", ())
+        presentation = await engine.presenting.start(session, StartRequest(token, 16000))
+        transcriber.draft_gate.set()
+        await play(presentation, speech(2.5, pause=0.8))
+        await until(transcriber.refining)  # the first segment's refine holds one worker
+        transcriber.draft_gate.clear()
+        transcriber.drafting.clear()
+        await play(presentation, speech(1.5, pause=0.0))
+        await until(transcriber.drafting)  # the next segment's draft holds the other
+        transcriber.refine_gate.set()
+        seen: list[Caption] = []
+        while not any(c.is_final for c in seen):
+            event = await asyncio.wait_for(presentation.events.get(), 5)
+            if isinstance(event, Caption):
+                seen.append(event)
+        assert not transcriber.draft_gate.is_set()  # the draft is still decoding
+        assert [c.text for c in seen if c.is_final] == ["hello"]
+        transcriber.draft_gate.set()
+        await presentation.stop()
+        await presentation.release()
+        assert len(engine.store.finals(session.code)) == 2
 
 
 @pytest.mark.parametrize(

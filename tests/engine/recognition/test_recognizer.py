@@ -9,6 +9,7 @@ guess each call, so LocalAgreement must never commit it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 from collections.abc import Callable
@@ -39,10 +40,10 @@ SCRIPT = [
 SILENCE = [(2.6, 3.6), (5.4, 7.0)]
 
 
-def make_audio(duration: float) -> np.ndarray:
+def make_audio(duration: float, silences: list[tuple[float, float]] = SILENCE) -> np.ndarray:
     t = np.arange(int(duration * SAMPLE_RATE), dtype=np.float64) / SAMPLE_RATE
     audio = t / 1000.0
-    for lo, hi in SILENCE:
+    for lo, hi in silences:
         mask = (t >= lo) & (t < hi)
         audio[mask] = -audio[mask] - 1e-6
     return audio.astype(np.float32)
@@ -179,6 +180,69 @@ async def test_the_next_segment_drafts_while_the_last_refine_runs() -> None:
         events += await recognizer.finish()
         assert finals(events) == ["Hello there my friends.", "This is a test."]
         assert [e.segment for e in events if e.state == "final"] == [0, 1]
+    finally:
+        transcriber.gate.set()
+        pool.shutdown()
+
+
+async def test_a_short_pause_while_the_last_refine_runs_does_not_hold_the_drafts() -> None:
+    """The second sentence pauses briefly after "This is" (4.3-4.6 s) while the first
+    one's refine still runs: its early decode, which would hear that final as context,
+    waits for a later step, and the words after the pause are drafted meanwhile."""
+    transcriber = SlowRefines()
+    pool = WorkerPool("asr", threads=2, max_pending=8)
+    counter = itertools.count()
+    recognizer = StreamingRecognizer(
+        transcriber,
+        FakeVad(),  # type: ignore[arg-type]
+        pool.run,
+        lambda: next(counter),
+        RecognizerConfig(refine_wait_s=0.05),
+    )
+    try:
+        audio = make_audio(7.0, [(2.6, 3.6), (4.3, 4.6), (5.4, 7.0)])
+        split = int(5.5 * SAMPLE_RATE)
+        events = await asyncio.wait_for(feed(recognizer, audio[:split], 0.1), 5)
+        assert finals(events) == []  # the first sentence's refine is still running
+        assert any(e.segment == 1 and "test" in e.text for e in events if e.state == "draft")
+        transcriber.gate.set()
+        events += await feed(recognizer, audio[split:], 0.1)
+        events += await recognizer.finish()
+        assert finals(events) == ["Hello there my friends.", "This is a test."]
+    finally:
+        transcriber.gate.set()
+        pool.shutdown()
+
+
+async def test_a_final_taken_by_refined_finals_is_not_given_again_by_the_step() -> None:
+    """A stream awaits ``refined_finals`` beside its step: when the refine the step is
+    waiting for finishes, whichever of the two takes the final, it comes out once."""
+    transcriber = SlowRefines()
+    pool = WorkerPool("asr", threads=2, max_pending=8)
+    counter = itertools.count()
+    recognizer = StreamingRecognizer(
+        transcriber,
+        FakeVad(),  # type: ignore[arg-type]
+        pool.run,
+        lambda: next(counter),
+        RecognizerConfig(refine_wait_s=5.0, early_finals=False),
+    )
+    try:
+        audio = make_audio(7.0)
+        spoken, split = int(2.4 * SAMPLE_RATE), int(3.5 * SAMPLE_RATE)
+        events = await feed(recognizer, audio[:spoken], 0.3)
+        recognizer.push(audio[spoken:split])  # the pause: long enough to end a sentence
+        step = asyncio.ensure_future(recognizer.step())  # closes the sentence, then waits
+        ready = asyncio.ensure_future(recognizer.refined_finals())
+        await asyncio.sleep(0.1)
+        assert not step.done() and not ready.done()
+        transcriber.gate.set()
+        from_ready = await asyncio.wait_for(ready, 5)
+        events += from_ready + await step
+        events += await feed(recognizer, audio[split:], 0.3)
+        events += await recognizer.finish()
+        assert finals(from_ready) == ["Hello there my friends."]
+        assert finals(events) == ["Hello there my friends.", "This is a test."]
     finally:
         transcriber.gate.set()
         pool.shutdown()
