@@ -161,25 +161,35 @@ def _speech_metrics(held: list[Session]) -> Iterator[Metric]:
         "Pieces spoken by the fast fallback voice because the natural voice fell behind",
         labels=["lang"],
     )
+    foreseen = CounterMetricFamily(
+        "interp_speech_foreseen_pieces",
+        "Sentence leads synthesised ahead from a translated draft, and how many a final spoke",
+        labels=["lang", "outcome"],
+    )
     totals: dict[str, list[float]] = {}
     for session in held:
         if session.speaker is None:
             continue
         for lang, stats in session.speaker.stats.items():
-            row = totals.setdefault(lang, [0.0, 0.0, 0.0, 0.0])
+            row = totals.setdefault(lang, [0.0] * 6)
             row[0] += stats.pieces
             row[1] += stats.audio_seconds
             row[2] += stats.skipped
             row[3] += stats.fallback_pieces
-    for lang, (n, audio, skips, fell_back) in sorted(totals.items()):
+            row[4] += stats.foreseen_spoken
+            row[5] += stats.foreseen - stats.foreseen_spoken
+    for lang, (n, audio, skips, fell_back, used, unused) in sorted(totals.items()):
         pieces.add_metric([lang], n)
         seconds.add_metric([lang], audio)
         skipped.add_metric([lang], skips)
         fallback.add_metric([lang], fell_back)
+        foreseen.add_metric([lang, "spoken"], used)
+        foreseen.add_metric([lang, "unused"], unused)
     yield pieces
     yield seconds
     yield skipped
     yield fallback
+    yield foreseen
 
 
 async def metrics_endpoint(request: Request) -> Response:

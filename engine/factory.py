@@ -63,10 +63,13 @@ class SessionFactory:
 
         async def publish_translation(event: Event) -> Event:
             """Translations are published, and their finals spoken (the source language is
-            heard from the speaker)."""
+            heard from the speaker); their drafts let an idle voice start early."""
             numbered = await publisher.publish(event)
-            if speaker is not None and isinstance(numbered, Caption) and numbered.is_final:
-                speaker.on_final(numbered)
+            if speaker is not None and isinstance(numbered, Caption):
+                if numbered.is_final:
+                    speaker.on_final(numbered)
+                else:
+                    speaker.on_draft(numbered)
             return numbered
 
         translation = self.stages.translation

@@ -40,6 +40,15 @@ The speakers of a panel get different voices where the voice has several (``vari
 Kokoro style, an espeak-ng variant), in order of first appearance; one queue per language
 keeps the speech in the order it was said.
 
+Foresight (:meth:`LanguageSpeaker.foresee`): an idle natural voice has nothing to do while
+the speaker is still in a sentence, and its first piece is what the listener waits for once
+the final comes. So the translated drafts of a sentence's first segment are cut into pieces
+as a final would be, and once a draft holds more than its lead, that lead is synthesised
+ahead; the final's first piece takes the audio when it reads the same (same words, same
+voice; made at normal speed, so a final already behind speaks its lead so and the rest
+faster), and its first audio leaves at once. At most one such call runs at a
+time, only while nothing is queued; one that does not match is simply not used.
+
 A corrected final (``rev`` > 0, a person's correction re-made into this language) replaces
 the queued pieces of its segment when none of them has been spoken yet, so the line is
 spoken corrected; once any piece of it was synthesised it is not spoken again.
@@ -154,6 +163,32 @@ class SpeakerStats:
     """Natural-voice calls given up on (the fallback spoke their piece)."""
     first_audio: deque[float] = field(default_factory=lambda: deque(maxlen=512))
     """Seconds from a final being handed over to its first audio being published."""
+    foreseen: int = 0
+    """Leads synthesised ahead from a translated draft (module docstring, "Foresight")."""
+    foreseen_spoken: int = 0
+    """Of those, leads a final's first piece read the same and spoke."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Foreseen:
+    """A sentence's lead synthesised from a translated draft of ``segment`` before its final
+    (module docstring, "Foresight"), and the lead length its pieces were cut with."""
+
+    segment: int
+    text: str
+    variant: int
+    lead_chars: int
+    voice: Synthesizer
+    call: asyncio.Future[bytes | None]
+
+    def serves(self, piece: _Piece, voice: Synthesizer) -> bool:
+        """Whether ``piece`` is this lead, in this voice (made at the normal speed: a
+        final already behind speaks its lead so, and the rest faster)."""
+        return (
+            piece.segment,
+            piece.text,
+            piece.variant,
+        ) == (self.segment, self.text, self.variant) and voice is self.voice
 
 
 SEGMENTS_REMEMBERED = 256
@@ -205,6 +240,10 @@ class LanguageSpeaker:
         self._sentence = 0
         """The sentence being spoken, and the voice chosen for it."""
         self._sentence_voice: Synthesizer | None = None
+        self._drafted: dict[int, int] = {}
+        """Segment -> variant of each segment with translated drafts and no final yet: a
+        variant's lowest is the head of its open sentence."""
+        self._foreseen: _Foreseen | None = None
         self.stats = stats if stats is not None else SpeakerStats()
         self._task = asyncio.create_task(self._loop(), name=f"speech-{lang}")
 
@@ -213,7 +252,18 @@ class LanguageSpeaker:
         if self._closed or not caption.text.strip():
             return
         now = self._clock()
-        sentences = speech_pieces(caption.text, self.config.clause_chars, self.lead_chars())
+        last_covered = max(caption.covers)
+        for segment in [s for s, v in self._drafted.items() if v == variant]:
+            if segment <= last_covered:
+                del self._drafted[segment]
+        lead = self.lead_chars()
+        foreseen = self._foreseen
+        if foreseen is not None and (foreseen.segment, foreseen.variant) == (
+            caption.segment,
+            variant,
+        ):
+            lead = foreseen.lead_chars  # cut as the draft was, so that its lead can serve
+        sentences = speech_pieces(caption.text, self.config.clause_chars, lead)
         for s_index, sentence in enumerate(sentences):
             self._sentences += 1
             for p_index, text in enumerate(sentence):
@@ -227,6 +277,45 @@ class LanguageSpeaker:
             self._queue.popleft()
             self._dropped += 1
         self._wake.set()
+
+    def foresee(self, caption: Caption, variant: int = 0) -> None:
+        """A translated draft: synthesise its sentence's lead ahead if the natural voice is
+        idle and the draft is its sentence's first segment with more than a lead of text
+        (module docstring, "Foresight"); never waits."""
+        if self._closed or not caption.text.strip():
+            return
+        if caption.segment in self._started:
+            return
+        self._drafted.setdefault(caption.segment, variant)
+        if len(self._drafted) > SEGMENTS_REMEMBERED:  # drafts whose final never came
+            del self._drafted[min(self._drafted)]
+        head = min(s for s, v in self._drafted.items() if v == variant)
+        voices = self._voices
+        busy = self._foreseen is not None and not self._foreseen.call.done()
+        if (
+            head != caption.segment
+            or voices is None
+            or voices.loading is not None
+            or busy
+            or self._abandoned
+            or not self._idle.is_set()
+        ):
+            return
+        lead_chars = self.lead_chars()
+        sentences = speech_pieces(caption.text, self.config.clause_chars, lead_chars)
+        if not sentences or len(sentences[0]) < 2:
+            return  # no lead cut off yet: its last words may still grow
+        text = sentences[0][0]
+        known = self._foreseen
+        if known is not None and (known.segment, known.text) == (caption.segment, text):
+            return
+        voice = voices.voice
+        if voices.fallback is not None and self.gap(voice, text) > self.config.fallback_gap_s:
+            return  # the final would be spoken by the fallback
+        piece = _Piece(caption.segment, 0, text, False, self._clock(), variant)
+        call = asyncio.ensure_future(self._call(voice, piece, 1.0))
+        self._foreseen = _Foreseen(caption.segment, text, variant, lead_chars, voice, call)
+        self.stats.foreseen += 1
 
     def correct(self, caption: Caption) -> bool:
         """A corrected final: its text replaces the queued pieces of its segment if none of
@@ -289,6 +378,8 @@ class LanguageSpeaker:
         self._queue.clear()
         self._wake.set()
         self._idle.set()
+        if self._foreseen is not None:
+            self._abandoned.add(self._foreseen.call)
         for call in list(self._abandoned):
             call.cancel()  # its pool still finishes the call; the result is not wanted
         self._task.cancel()
@@ -391,12 +482,20 @@ class LanguageSpeaker:
         would have waited ``fallback_gap_s`` is left to finish on its own, and the piece,
         and the rest of its sentence, are spoken by the fallback (module docstring)."""
         fallback = self._voices.fallback if self._voices is not None else None
+        foreseen, self._foreseen = self._foreseen, None
+        if foreseen is not None and foreseen.serves(piece, voice):
+            self.stats.foreseen_spoken += 1
+            call = foreseen.call
+        else:
+            if foreseen is not None and not foreseen.call.done():
+                self._abandoned.add(foreseen.call)  # unused, still finishing in its pool
+                foreseen.call.add_done_callback(self._abandoned.discard)
+            call = asyncio.ensure_future(self._call(voice, piece, rate))
         if fallback is None or voice is fallback:
-            pcm = await self._call(voice, piece, rate)
+            pcm = await call
             return None if pcm is None else (voice, pcm)
         patience = max(0.0, self._play_until - self._clock()) + self.config.fallback_gap_s
         started = self._clock()
-        call = asyncio.ensure_future(self._call(voice, piece, rate))
         done, _ = await asyncio.wait({call}, timeout=patience)
         if call in done:
             pcm = call.result()
@@ -544,6 +643,13 @@ class SessionSpeaker:
             speaker.correct(caption)
         else:
             speaker.say(caption, self.variant_of(caption))
+
+    def on_draft(self, caption: Caption) -> None:
+        """A translation draft: an idle voice may synthesise its sentence's lead ahead
+        (module docstring, "Foresight")."""
+        speaker = self.speakers.get(caption.lang)
+        if speaker is not None and not caption.is_final:
+            speaker.foresee(caption, self.variant_of(caption))
 
     async def drain(self) -> None:
         for speaker in list(self.speakers.values()):
