@@ -46,8 +46,9 @@ the final comes. So the translated drafts of a sentence's first segment are cut 
 as a final would be, and once a draft holds more than its lead, that lead is synthesised
 ahead; the final's first piece takes the audio when it reads the same (same words, same
 voice; made at normal speed, so a final already behind speaks its lead so and the rest
-faster), and its first audio leaves at once. At most one such call runs at a
-time, only while nothing is queued; one that does not match is simply not used.
+faster), and its first audio leaves at once. One such call a sentence (each
+takes a little of the captions' cores: docs/metrics.md, "Natural voices / Foresight"), only
+while nothing is queued; one that does not match is simply not used.
 
 A corrected final (``rev`` > 0, a person's correction re-made into this language) replaces
 the queued pieces of its segment when none of them has been spoken yet, so the line is
@@ -131,6 +132,12 @@ class PaceConfig:
     the sentence's first piece minus the audio still waiting to play), and give up on a
     natural call once the listener has waited this long. docs/metrics.md, "Natural voices
     under load"."""
+    foresight: bool = True
+    """Synthesise a sentence's lead from its translated drafts while the voice is idle
+    (module docstring, "Foresight"): Kokoro's first audio after a final falls from about
+    1.2 s to nearly nothing, for about 0.03 s more draft latency while it speaks
+    (docs/metrics.md, "Natural voices / Foresight"). ``INTERP_PACE=foresight=0`` turns it
+    off."""
     fallback_relax: float = 0.8
     """Each sentence the fallback speaks scales the voice's learnt cost by this, so that
     the voice is tried again once the machine is less busy."""
@@ -282,7 +289,7 @@ class LanguageSpeaker:
         """A translated draft: synthesise its sentence's lead ahead if the natural voice is
         idle and the draft is its sentence's first segment with more than a lead of text
         (module docstring, "Foresight"); never waits."""
-        if self._closed or not caption.text.strip():
+        if self._closed or not self.config.foresight or not caption.text.strip():
             return
         if caption.segment in self._started:
             return
@@ -307,8 +314,8 @@ class LanguageSpeaker:
             return  # no lead cut off yet: its last words may still grow
         text = sentences[0][0]
         known = self._foreseen
-        if known is not None and (known.segment, known.text) == (caption.segment, text):
-            return
+        if known is not None and known.segment == caption.segment:
+            return  # one call a sentence: each costs the captions' cores a little
         voice = voices.voice
         if voices.fallback is not None and self.gap(voice, text) > self.config.fallback_gap_s:
             return  # the final would be spoken by the fallback

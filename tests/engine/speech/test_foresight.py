@@ -25,11 +25,13 @@ def _draft(segment: int, text: str) -> Caption:
     return Caption(segment, "es", False, "draft", text, 0.0, 1.0)
 
 
-async def _speaker(voice: FakeVoice, sink: Sink) -> LanguageSpeaker:
+async def _speaker(voice: FakeVoice, sink: Sink, *, foresight: bool = True) -> LanguageSpeaker:
     async def source(lang: str) -> LanguageVoices:
         return LanguageVoices(voice)
 
-    config = PaceConfig(lead_chars=16, min_lead_chars=16, chars_per_second=100.0)
+    config = PaceConfig(
+        lead_chars=16, min_lead_chars=16, chars_per_second=100.0, foresight=foresight
+    )
     speaker = LanguageSpeaker(
         "es", source, _run_in_thread, sink.publish, config, costs=SynthesisCosts()
     )
@@ -49,6 +51,9 @@ async def test_a_final_speaks_the_lead_its_draft_synthesised_ahead_at_once() -> 
     speaker.foresee(_draft(0, DRAFT))
     speaker.foresee(_draft(0, DRAFT))  # the same lead again: no second call
     await asyncio.sleep(SLOW_S + 0.3)  # the speaker is still talking; the lead is ready
+    assert [text for text, _ in voice.calls] == ["Todos los"]
+    speaker.foresee(_draft(0, "Todas las sustantivas junto con"))  # one call a sentence
+    await asyncio.sleep(0.05)
     assert [text for text, _ in voice.calls] == ["Todos los"]
     await _said(speaker, _final(0, FINAL))
     pieces = [a.text for a in sink.audio]
@@ -94,3 +99,12 @@ async def test_a_busy_voice_foresees_nothing() -> None:
     await asyncio.wait_for(speaker.drain(), 20)
     await speaker.close()
     assert speaker.stats.foreseen == 0
+
+
+async def test_foresight_can_be_turned_off() -> None:
+    voice, sink = FakeVoice(), Sink()
+    speaker = await _speaker(voice, sink, foresight=False)
+    speaker.foresee(_draft(0, DRAFT))
+    await asyncio.sleep(0.1)
+    assert voice.calls == [] and speaker.stats.foreseen == 0
+    await speaker.close()
