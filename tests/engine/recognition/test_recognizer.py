@@ -10,9 +10,10 @@ guess each call, so LocalAgreement must never commit it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import numpy as np
@@ -155,10 +156,10 @@ class SlowRefines(FakeTranscriber):
         return super().transcribe(audio, options)
 
 
-async def test_the_next_segment_drafts_while_the_last_refine_runs() -> None:
-    """A refine that takes longer than ``refine_wait_s`` goes on beside the next segment's
-    drafts (the pool's other worker): the speech after the pause shows before the final
-    of the speech before it, and the finals keep their order and their ids the speech's."""
+@contextlib.asynccontextmanager
+async def slow_refines(**config: Any) -> AsyncIterator[tuple[StreamingRecognizer, SlowRefines]]:
+    """A recogniser on a real two-thread pool whose refines wait for the transcriber's
+    gate (opened on the way out)."""
     transcriber = SlowRefines()
     pool = WorkerPool("asr", threads=2, max_pending=8)
     counter = itertools.count()
@@ -167,9 +168,20 @@ async def test_the_next_segment_drafts_while_the_last_refine_runs() -> None:
         FakeVad(),  # type: ignore[arg-type]
         pool.run,
         lambda: next(counter),
-        RecognizerConfig(refine_wait_s=0.05),
+        RecognizerConfig(**config),
     )
     try:
+        yield recognizer, transcriber
+    finally:
+        transcriber.gate.set()
+        pool.shutdown()
+
+
+async def test_the_next_segment_drafts_while_the_last_refine_runs() -> None:
+    """A refine that takes longer than ``refine_wait_s`` goes on beside the next segment's
+    drafts (the pool's other worker): the speech after the pause shows before the final
+    of the speech before it, and the finals keep their order and their ids the speech's."""
+    async with slow_refines(refine_wait_s=0.05) as (recognizer, transcriber):
         audio = make_audio(7.0)
         split = int(5.0 * SAMPLE_RATE)
         events = await feed(recognizer, audio[:split], 0.3)
@@ -180,26 +192,13 @@ async def test_the_next_segment_drafts_while_the_last_refine_runs() -> None:
         events += await recognizer.finish()
         assert finals(events) == ["Hello there my friends.", "This is a test."]
         assert [e.segment for e in events if e.state == "final"] == [0, 1]
-    finally:
-        transcriber.gate.set()
-        pool.shutdown()
 
 
 async def test_a_short_pause_while_the_last_refine_runs_does_not_hold_the_drafts() -> None:
     """The second sentence pauses briefly after "This is" (4.3-4.6 s) while the first
     one's refine still runs: its early decode, which would hear that final as context,
     waits for a later step, and the words after the pause are drafted meanwhile."""
-    transcriber = SlowRefines()
-    pool = WorkerPool("asr", threads=2, max_pending=8)
-    counter = itertools.count()
-    recognizer = StreamingRecognizer(
-        transcriber,
-        FakeVad(),  # type: ignore[arg-type]
-        pool.run,
-        lambda: next(counter),
-        RecognizerConfig(refine_wait_s=0.05),
-    )
-    try:
+    async with slow_refines(refine_wait_s=0.05) as (recognizer, transcriber):
         audio = make_audio(7.0, [(2.6, 3.6), (4.3, 4.6), (5.4, 7.0)])
         split = int(5.5 * SAMPLE_RATE)
         events = await asyncio.wait_for(feed(recognizer, audio[:split], 0.1), 5)
@@ -209,25 +208,12 @@ async def test_a_short_pause_while_the_last_refine_runs_does_not_hold_the_drafts
         events += await feed(recognizer, audio[split:], 0.1)
         events += await recognizer.finish()
         assert finals(events) == ["Hello there my friends.", "This is a test."]
-    finally:
-        transcriber.gate.set()
-        pool.shutdown()
 
 
 async def test_a_final_taken_by_refined_finals_is_not_given_again_by_the_step() -> None:
     """A stream awaits ``refined_finals`` beside its step: when the refine the step is
     waiting for finishes, whichever of the two takes the final, it comes out once."""
-    transcriber = SlowRefines()
-    pool = WorkerPool("asr", threads=2, max_pending=8)
-    counter = itertools.count()
-    recognizer = StreamingRecognizer(
-        transcriber,
-        FakeVad(),  # type: ignore[arg-type]
-        pool.run,
-        lambda: next(counter),
-        RecognizerConfig(refine_wait_s=5.0, early_finals=False),
-    )
-    try:
+    async with slow_refines(refine_wait_s=5.0, early_finals=False) as (recognizer, transcriber):
         audio = make_audio(7.0)
         spoken, split = int(2.4 * SAMPLE_RATE), int(3.5 * SAMPLE_RATE)
         events = await feed(recognizer, audio[:spoken], 0.3)
@@ -243,9 +229,6 @@ async def test_a_final_taken_by_refined_finals_is_not_given_again_by_the_step() 
         events += await recognizer.finish()
         assert finals(from_ready) == ["Hello there my friends."]
         assert finals(events) == ["Hello there my friends.", "This is a test."]
-    finally:
-        transcriber.gate.set()
-        pool.shutdown()
 
 
 @pytest.mark.parametrize("held_from", [2.7, 3.0])
