@@ -259,16 +259,12 @@ class LanguageSpeaker:
         if self._closed or not caption.text.strip():
             return
         now = self._clock()
-        last_covered = max(caption.covers)
-        for segment in [s for s, v in self._drafted.items() if v == variant]:
-            if segment <= last_covered:
-                del self._drafted[segment]
+        last = max(caption.covers)
+        for segment in [s for s, v in self._drafted.items() if v == variant and s <= last]:
+            del self._drafted[segment]
         lead = self.lead_chars()
         foreseen = self._foreseen
-        if foreseen is not None and (foreseen.segment, foreseen.variant) == (
-            caption.segment,
-            variant,
-        ):
+        if foreseen is not None and foreseen.segment == caption.segment:
             lead = foreseen.lead_chars  # cut as the draft was, so that its lead can serve
         sentences = speech_pieces(caption.text, self.config.clause_chars, lead)
         for s_index, sentence in enumerate(sentences):
@@ -298,14 +294,15 @@ class LanguageSpeaker:
             del self._drafted[min(self._drafted)]
         head = min(s for s, v in self._drafted.items() if v == variant)
         voices = self._voices
-        busy = self._foreseen is not None and not self._foreseen.call.done()
+        known = self._foreseen
         if (
             head != caption.segment
             or voices is None
             or voices.loading is not None
-            or busy
-            or self._abandoned
             or not self._idle.is_set()
+            or self._abandoned  # the pool still finishes a call nobody wants
+            # one call at a time, and one a sentence: each costs the captions' cores a little
+            or (known is not None and (known.segment == head or not known.call.done()))
         ):
             return
         lead_chars = self.lead_chars()
@@ -313,15 +310,11 @@ class LanguageSpeaker:
         if not sentences or len(sentences[0]) < 2:
             return  # no lead cut off yet: its last words may still grow
         text = sentences[0][0]
-        known = self._foreseen
-        if known is not None and known.segment == caption.segment:
-            return  # one call a sentence: each costs the captions' cores a little
-        voice = voices.voice
-        if voices.fallback is not None and self.gap(voice, text) > self.config.fallback_gap_s:
+        if self._falls_back(voices, text):
             return  # the final would be spoken by the fallback
         piece = _Piece(caption.segment, 0, text, False, self._clock(), variant)
-        call = asyncio.ensure_future(self._call(voice, piece, 1.0))
-        self._foreseen = _Foreseen(caption.segment, text, variant, lead_chars, voice, call)
+        call = asyncio.ensure_future(self._call(voices.voice, piece, 1.0))
+        self._foreseen = _Foreseen(caption.segment, text, variant, lead_chars, voices.voice, call)
         self.stats.foreseen += 1
 
     def correct(self, caption: Caption) -> bool:
@@ -460,17 +453,20 @@ class LanguageSpeaker:
         chosen = voices.voice
         if voices.loading is not None:
             return self._while_loading(piece, voices)
-        fallback = voices.fallback
-        if fallback is not None and (
-            self._abandoned  # the voice's pool is still busy with a call given up on
-            or self.gap(voices.voice, piece.text) > self.config.fallback_gap_s
-        ):
-            chosen = fallback
+        if voices.fallback is not None and self._falls_back(voices, piece.text):
+            chosen = voices.fallback
             self._costs.relax(
                 voices.voice.name, self.config.fallback_relax, self.config.cost_prior_s
             )
         self._sentence, self._sentence_voice = piece.sentence, chosen
         return chosen
+
+    def _falls_back(self, voices: LanguageVoices, text: str) -> bool:
+        """Whether a sentence beginning with ``text`` goes to the fallback: the voice's
+        pool is still busy with a call given up on, or the listener would wait too long."""
+        return voices.fallback is not None and (
+            bool(self._abandoned) or self.gap(voices.voice, text) > self.config.fallback_gap_s
+        )
 
     def _while_loading(self, piece: _Piece, voices: LanguageVoices) -> Synthesizer:
         """A sentence's voice while the natural voice loads: the fast one, until it is
