@@ -440,6 +440,7 @@ class Session:
             start_time=start_time,
             context=self.contexts.get((speaker_id, language), ""),
             terms=recognition_hint(self._terms),
+            run_first=recognition.pool.run_first,
         )
 
     def _detecting_recognizer(
@@ -461,7 +462,7 @@ class Session:
             return await pool.run(identifier.identify, audio, among)
 
         async def score(audio: np.ndarray) -> np.ndarray:
-            return await pool.run(vad.process, audio)
+            return await pool.run_first(vad.process, audio)
 
         make: Callable[[str, float], StreamingRecognizer] = lambda language, start: (  # noqa: E731
             self._recognizer(speaker_id, language, start, fast_finals)

@@ -8,9 +8,15 @@ Overflow policy: :meth:`WorkerPool.run` raises :class:`Saturated` at once when `
 calls are already queued or running; the caller decides (a session skips a draft step, a new
 stream is refused with 1013). Nothing queues without bound.
 
-Priority: a pool made with ``nice`` > 0 lowers its threads' scheduling priority (Linux keeps
-a nice value per thread, so only that pool's threads, and any thread they start, such as
-onnxruntime's, run below the rest of the process). Speech synthesis runs so, below
+Order: calls start in the order they came, except that :meth:`WorkerPool.run_first` goes ahead
+of every call still waiting for a thread (never of one already running). Recognition so
+starts a final's decode before the drafts queued before it: everything after a final (the
+sentence, its translation, its speech) waits for it (docs/metrics.md, "Panels / Finals
+first").
+
+Priority between pools: a pool made with ``nice`` > 0 lowers its threads' scheduling priority
+(Linux keeps a nice value per thread, so only that pool's threads, and any thread they start,
+such as onnxruntime's, run below the rest of the process). Speech synthesis runs so, below
 recognition (docs/metrics.md, "Natural voices").
 """
 
@@ -19,10 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import heapq
+import itertools
 import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from enum import IntEnum
 from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
@@ -31,6 +40,14 @@ T = TypeVar("T")
 
 class Saturated(RuntimeError):
     """A worker pool already has as many calls waiting as it allows."""
+
+
+class Priority(IntEnum):
+    """Which waiting call of a pool starts first when a thread frees (lower first; in the
+    order they came within one level)."""
+
+    FIRST = 0
+    NORMAL = 1
 
 
 class WorkerPool:
@@ -54,7 +71,13 @@ class WorkerPool:
             thread_name_prefix=name,
             initializer=functools.partial(_lower_priority, nice) if nice > 0 else None,
         )
+        self._threads = threads
         self._pending = 0
+        self._running = 0
+        """Calls handed to the executor and not yet returned from their thread."""
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        """Calls waiting for a thread: a heap of (priority, arrival, their turn)."""
+        self._arrivals = itertools.count()
         self.busy_seconds = 0.0
         self.calls = 0
 
@@ -63,19 +86,64 @@ class WorkerPool:
         return self._pending
 
     async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn`` in a thread of this pool once the calls before it have started."""
+        return await self._call(Priority.NORMAL, functools.partial(fn, *args, **kwargs))
+
+    async def run_first(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn`` ahead of every :meth:`run` call still waiting for a thread."""
+        return await self._call(Priority.FIRST, functools.partial(fn, *args, **kwargs))
+
+    async def _call(self, priority: Priority, fn: Callable[[], T]) -> T:
         if self._pending >= self.max_pending:
             raise Saturated(f"{self.name}: {self._pending} calls already waiting")
         self._pending += 1
-        loop = asyncio.get_running_loop()
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
         try:
-            return await loop.run_in_executor(self._executor, self._timed, call)
+            await self._turn(priority)
+            loop = asyncio.get_running_loop()
+            call = functools.partial(contextvars.copy_context().run, fn)
+            running = self._executor.submit(self._timed, call)
+            # The thread is free again when the call returns there, not when its caller
+            # stops waiting (a cancelled caller leaves the call running).
+            running.add_done_callback(lambda _: self._freed(loop))
+            return await asyncio.wrap_future(running)
         finally:
             self._pending -= 1
 
+    async def _turn(self, priority: Priority) -> None:
+        """Wait until a thread is free for this call and it is the first in line."""
+        if self._running < self._threads and not self._waiting:
+            self._running += 1
+            return
+        place = (priority, next(self._arrivals), asyncio.get_running_loop().create_future())
+        heapq.heappush(self._waiting, place)
+        try:
+            await place[2]
+        except asyncio.CancelledError:
+            if place[2].cancelled():  # still in line: leave it
+                self._waiting.remove(place)
+                heapq.heapify(self._waiting)
+            else:  # given a thread it will not use: pass it on
+                self._release()
+            raise
+
+    def _freed(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Called in the thread a call ran in, once it returned."""
+        try:
+            loop.call_soon_threadsafe(self._release)
+        except RuntimeError:  # the loop has closed: nobody waits any more
+            pass
+
+    def _release(self) -> None:
+        """A thread is free: hand it to the first call in line, if any."""
+        if self._waiting:
+            heapq.heappop(self._waiting)[2].set_result(None)
+        else:
+            self._running -= 1
+
     def start(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         """Queue ``fn`` in this pool without waiting for it: start-up work nobody waits on,
-        such as warming a model (it runs before any call queued after it)."""
+        such as warming a model (it runs before any call queued after it, whatever its
+        priority, and outside the count of running calls)."""
         call = functools.partial(fn, *args, **kwargs)
         return self._executor.submit(self._timed, call)
 

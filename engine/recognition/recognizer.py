@@ -230,13 +230,19 @@ class StreamingRecognizer:
         start_time: float = 0.0,
         context: str = "",
         terms: str = "",
+        run_first: RunInThread | None = None,
     ) -> None:
         """``terms``: the session's terms as hint text (engine/terms.py), given to every
-        decode, drafts and finals; :meth:`set_terms` replaces it while the stream runs."""
+        decode, drafts and finals; :meth:`set_terms` replaces it while the stream runs.
+        ``run_first``: how the VAD and a final's decode reach a model, ahead of the drafts
+        waiting for it (:meth:`engine.workers.WorkerPool.run_first`; ``run`` if not
+        given): the pause that closes a segment and its final are what the rest waits
+        for."""
         self.config = config or RecognizerConfig()
         self._transcriber = transcriber
         self._vad = vad
         self._run = run
+        self._run_first = run_first or run
         self._next_segment = next_segment
         self._buffer = AudioBuffer(start_time)
         self._speech = SpeechTimeline(self._buffer.origin, self.config.speech_threshold)
@@ -390,7 +396,7 @@ class StreamingRecognizer:
     async def _score(self, now: float) -> None:
         audio = self._buffer.slice(self._scored_until, now)
         if audio.size:
-            self._speech.extend(await self._run(self._vad.process, audio))
+            self._speech.extend(await self._run_first(self._vad.process, audio))
             self._scored_until = now
 
     def _trim(self, time: float) -> None:
@@ -422,10 +428,12 @@ class StreamingRecognizer:
         pad: float = 0.0,
         full_window: bool = False,
         heard: Sequence[_Heard] = (),
+        final: bool = False,
     ) -> list[Word]:
         """Decode ``[start, end)``, followed by ``pad`` seconds of silence (a stream that
         stopped mid-phrase otherwise loses its last word). ``heard``: finals just before
-        ``start`` that the decode hears again, their text forced as its prefix."""
+        ``start`` that the decode hears again, their text forced as its prefix. ``final``:
+        the decode makes a final, so it goes ahead of waiting drafts."""
         audio = self._buffer.slice(start, end)
         if audio.size < 1600:  # under 0.1 s: nothing a model can read
             return []
@@ -446,7 +454,8 @@ class StreamingRecognizer:
             word_timestamps=timestamps,
             full_window=full_window,
         )
-        words = await self._run(self._transcriber.transcribe, np.ascontiguousarray(audio), options)
+        run = self._run_first if final else self._run
+        words = await run(self._transcriber.transcribe, np.ascontiguousarray(audio), options)
         shifted = [Word(w.text, w.start + start, w.end + start, w.probability) for w in words]
         return guard_repetitions(shifted)
 
@@ -725,6 +734,7 @@ class StreamingRecognizer:
             timestamps=False,
             pad=pad,
             full_window=full_window,
+            final=True,
         )
         heard = self._context_for(seg, end) if full_window else []
         words = await decode(heard=heard)

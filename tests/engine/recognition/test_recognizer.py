@@ -143,6 +143,36 @@ async def test_drafts_then_finals_at_pauses() -> None:
     assert beams == {1, 5}
 
 
+async def test_the_vad_and_the_finals_decodes_go_first_and_the_drafts_wait_their_turn() -> None:
+    """Runs through ``run_first`` go ahead of the drafts waiting in the pool
+    (engine/workers.py); here each runner only records what it ran."""
+    counter = itertools.count()
+    transcriber = FakeTranscriber()
+    vad = FakeVad()
+    ran: dict[str, list[str]] = {"run": [], "first": []}
+
+    def runner(name: str) -> Callable[..., Any]:
+        async def run(fn: Callable[..., Any], *args: Any) -> Any:
+            ran[name].append("vad" if fn == vad.process else f"beam {args[1].beam_size}")
+            return fn(*args)
+
+        return run
+
+    recognizer = StreamingRecognizer(
+        transcriber,
+        vad,  # type: ignore[arg-type]
+        runner("run"),
+        lambda: next(counter),
+        RecognizerConfig(),
+        run_first=runner("first"),
+    )
+    events = await feed(recognizer, make_audio(7.0), 0.3)
+    events.extend(await recognizer.finish())
+    assert finals(events) == ["Hello there my friends.", "This is a test."]
+    assert set(ran["run"]) == {"beam 1"}  # drafts only
+    assert set(ran["first"]) == {"vad", "beam 5"}
+
+
 class SlowRefines(FakeTranscriber):
     """Refine decodes (the larger beam) wait for ``gate``: a model slower than the speaker."""
 
