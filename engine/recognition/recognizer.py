@@ -144,9 +144,19 @@ class RecognizerConfig:
     None: every step waits for it (a compute-unaware replay, bench/steps.py, where each
     decode takes no time)."""
     context_max_backlog_s: float = 1.0
-    """Past this much, finals decode without the context (the first level of shedding):
-    the worker is shared (two presenters on one machine kept it 90% busy with finals that
-    heard context), and a stream that waits for it sheds that cost first."""
+    """Past this much, finals shed their context (the first level of shedding): the worker
+    is shared (two presenters on one machine kept it 90% busy with finals that heard
+    context), and a stream that waits for it sheds that cost first."""
+    context_late_final_s: float = 2.0
+    """A final that comes out later than this after its cut (audio heard meanwhile) sheds
+    the context too, until one comes out in half the time: the finals' decodes are what
+    the cores cannot keep up with (docs/metrics.md, "Panels / Cheaper finals when they
+    come late")."""
+    shed_context_s: float = 6.0
+    """While context is shed, a refine decodes in the short window and hears the finals
+    that began up to this long before its segment: at a third of the full window's cost,
+    as accurate as the full window without context (docs/metrics.md, "Panels / Refines
+    beside drafts", the table of refines)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +270,13 @@ class StreamingRecognizer:
         self.shed = Shed.NONE
         """What this stream sheds now because it is behind (engine/recognition/shedding.py)."""
         self._shedding = SheddingRules(
-            self.config.context_max_backlog_s, self.config.beam_backlog_s, self.config.max_backlog_s
+            self.config.context_max_backlog_s,
+            self.config.beam_backlog_s,
+            self.config.max_backlog_s,
+            self.config.context_late_final_s,
         )
+        self._final_lateness = 0.0
+        """Audio heard after the last final's cut by the time the final was made."""
         self._last_draft_end = self._buffer.origin
         self._drafted_speech_end = self._buffer.origin
         """The VAD's speech end when the last draft was decoded: until speech goes on past
@@ -323,7 +338,7 @@ class StreamingRecognizer:
         """Process all audio that has arrived; return the captions it produced."""
         now = self._buffer.end
         backlog = now - max(self.processed_until, self._handed_until)
-        self.shed = next_level(self.shed, backlog, self._shedding)
+        self.shed = next_level(self.shed, backlog, self._shedding, self._final_lateness)
         await self._score(now)
         events: list[Caption] = self._release_held()
         events.extend(await self._refined(wait=0.0))
@@ -634,6 +649,7 @@ class StreamingRecognizer:
     ) -> list[Caption]:
         """The final caption of a closed segment, from its refine (module docstring)."""
         seg, cut, hint = closing.segment, closing.cut, closing.hint
+        self._final_lateness = self._buffer.end - cut
         words = hint
         if refined is not None:
             decoded = anchor_to_hint(refined.words, hint, closing.unheard)
@@ -726,6 +742,12 @@ class StreamingRecognizer:
         config = self.config
         if full_window is None:
             full_window = config.refine_full_window
+        heard: list[_Heard] = []
+        if full_window and self.shed >= Shed.CONTEXT:
+            full_window = False
+            heard = self._context_for(seg, end, min(config.shed_context_s, config.refine_context_s))
+        elif full_window:
+            heard = self._context_for(seg, end, config.refine_context_s)
         decode = functools.partial(
             self._decode,
             seg.start,
@@ -736,7 +758,6 @@ class StreamingRecognizer:
             full_window=full_window,
             final=True,
         )
-        heard = self._context_for(seg, end) if full_window else []
         words = await decode(heard=heard)
         if heard and not any(word_key(w.text) for w in words):
             # After a forced prefix that ends a sentence and a pause, tiny.en sometimes
@@ -746,12 +767,12 @@ class StreamingRecognizer:
             return _Refined(await decode())
         return _Refined(words)
 
-    def _context_for(self, seg: _Segment, end: float) -> list[_Heard]:
-        """The recent finals a full-window refine of ``seg`` up to ``end`` hears again: those
-        that began within ``refine_context_s`` of it and leave the decode inside one window."""
-        if self.shed >= Shed.CONTEXT or end - seg.start >= self.config.refine_context_below_s:
+    def _context_for(self, seg: _Segment, end: float, within: float) -> list[_Heard]:
+        """The recent finals a refine of ``seg`` up to ``end`` hears again: those that began
+        within ``within`` seconds of it and leave the decode inside one window."""
+        if end - seg.start >= self.config.refine_context_below_s:
             return []
-        earliest = max(seg.start - self.config.refine_context_s, end - CONTEXT_WINDOW_S)
+        earliest = max(seg.start - within, end - CONTEXT_WINDOW_S)
         return [h for h in self._heard if h.start >= earliest]
 
     def _unheard_words(self, hint: list[Word], cut: float) -> int:

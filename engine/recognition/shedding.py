@@ -5,8 +5,11 @@ backlog grows. Each level sheds one more cost, cheapest loss of quality first, a
 come back, in reverse, once the backlog has fallen below half the level's threshold (so a
 stream near a threshold does not flicker between levels):
 
-1. ``CONTEXT``: finals no longer hear the finals before them (their forced prefix costs a
-   decoder step a token);
+1. ``CONTEXT``: finals decode in the short window and hear only the last few seconds of the
+   finals before them, not Whisper's full 30 s window with 15 s of them. Also shed while the
+   finals come out late though the backlog is small (two speakers of a panel, each stream's
+   drafts keeping up while its refines wait for the cores), until a final comes out in half
+   that time;
 2. ``BEAM``: finals decode greedily instead of with the refine beam;
 3. ``DRAFTS``: drafts are skipped while behind (finals never are).
 
@@ -37,6 +40,8 @@ class SheddingRules:
     """Backlog (seconds of audio not yet processed when a step begins) that sheds context."""
     beam_s: float = 1.5
     drafts_s: float = 2.0
+    late_final_s: float = 2.0
+    """How late a final (audio heard after its cut by the time it came out) sheds context."""
 
     def threshold(self, level: Shed) -> float:
         return {Shed.CONTEXT: self.context_s, Shed.BEAM: self.beam_s, Shed.DRAFTS: self.drafts_s}[
@@ -44,13 +49,20 @@ class SheddingRules:
         ]
 
 
-def next_level(current: Shed, backlog: float, rules: SheddingRules) -> Shed:
-    """The level for a step that begins ``backlog`` seconds behind, from ``current``."""
+def next_level(
+    current: Shed, backlog: float, rules: SheddingRules, final_lateness: float = 0.0
+) -> Shed:
+    """The level for a step that begins ``backlog`` seconds behind, from ``current``, when
+    the last final came out ``final_lateness`` seconds after its cut."""
     level = current
     while level < Shed.DRAFTS and backlog > rules.threshold(Shed(level + 1)):
         level = Shed(level + 1)
     while level > Shed.NONE and backlog < rules.threshold(level) / 2:
         level = Shed(level - 1)
+    late = final_lateness > rules.late_final_s
+    still_late = current >= Shed.CONTEXT and final_lateness >= rules.late_final_s / 2
+    if level < Shed.CONTEXT and (late or still_late):
+        level = Shed.CONTEXT
     return level
 
 

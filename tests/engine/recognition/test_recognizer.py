@@ -334,13 +334,44 @@ async def test_a_segment_as_long_as_refine_context_below_s_is_not_given_context(
     assert last.prompt == "Hello there my friends."
 
 
-async def test_a_step_far_behind_decodes_its_finals_without_context() -> None:
-    recognizer, transcriber = make_recognizer()
-    # All 7 s arrive before the first step: over context_max_backlog_s behind, so the two
-    # finals that step closes skip the context's decoder steps.
-    events = await feed(recognizer, make_audio(7.0), 7.0)
+async def test_a_step_far_behind_decodes_its_finals_in_the_short_window_with_less_context() -> None:
+    recognizer, transcriber = make_recognizer(shed_context_s=4.0)
+    # Each step begins 1.2 s behind: over context_max_backlog_s, under beam_backlog_s, so
+    # the finals decode (beam 5) in the short window and hear only 4 s of context.
+    events = await feed(recognizer, make_audio(7.0), 1.2)
     assert finals(events) == ["Hello there my friends.", "This is a test."]
+    assert recognizer.shed == Shed.CONTEXT
+    refines = [o for o in transcriber.calls if o.beam_size == 5]
+    assert len(refines) >= 2 and not any(o.full_window for o in refines)
+    # The second segment begins 3.3 s after the first, a lead-in before its speech.
+    assert refines[-1].prefix == "Hello there my friends."
+    # A context further back than shed_context_s is not heard.
+    recognizer, transcriber = make_recognizer(shed_context_s=3.0)
+    await feed(recognizer, make_audio(7.0), 1.2)
     assert all(o.prefix is None for o in transcriber.calls)
+
+
+async def test_finals_that_come_late_shed_the_context_until_one_comes_in_half_the_time() -> None:
+    async with slow_refines(context_late_final_s=1.0, refine_wait_s=0.0) as (
+        recognizer,
+        transcriber,
+    ):
+        audio = make_audio(7.0)
+        hop = int(0.1 * SAMPLE_RATE)
+        levels: list[Shed] = []
+        for i in range(0, len(audio), hop):
+            if i >= 5.0 * SAMPLE_RATE:
+                transcriber.gate.set()  # the first final comes 2 s after its cut at 3 s
+            recognizer.push(audio[i : i + hop])
+            await recognizer.step()
+            levels.append(recognizer.shed)
+            await asyncio.sleep(0.01)
+        # A step every 0.1 s: the backlog never grew, yet the late final shed the context,
+        # and the next final, in time, took it back.
+        assert levels[:50] == [Shed.NONE] * 50
+        assert Shed.CONTEXT in levels and levels[-1] == Shed.NONE
+        windows = [o.full_window for o in transcriber.calls if o.beam_size == 5]
+        assert windows[0] and not windows[-1]
 
 
 async def test_audio_handed_over_is_not_a_backlog() -> None:

@@ -22,3 +22,15 @@ def test_a_jump_sheds_every_level_it_passes() -> None:
     assert next_level(Shed.DRAFTS, 0.1, RULES) is Shed.NONE
     assert shed_names(Shed.BEAM) == ("context", "refine beam")
     assert shed_names(Shed.NONE) == ()
+
+
+def test_late_finals_shed_the_context_until_one_comes_in_half_the_time() -> None:
+    rules = SheddingRules(context_s=1.0, beam_s=1.5, drafts_s=2.0, late_final_s=2.0)
+    level = Shed.NONE
+    trace = []
+    for lateness in (1.5, 2.5, 1.5, 1.0, 0.9, 1.5):
+        level = next_level(level, 0.2, rules, lateness)  # the backlog stays small
+        trace.append(int(level))
+    assert trace == [0, 1, 1, 1, 0, 0]
+    # Lateness never lowers what the backlog sheds.
+    assert next_level(Shed.BEAM, 1.6, rules, 0.0) is Shed.BEAM
