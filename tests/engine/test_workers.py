@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections.abc import Iterator
+
+import pytest
 
 from engine.workers import WorkerPool
 
@@ -38,6 +41,14 @@ async def test_start_queues_a_call_nobody_waits_for_ahead_of_later_calls() -> No
         pool.shutdown()
 
 
+@pytest.fixture
+def pool() -> Iterator[WorkerPool]:
+    """A pool of one thread, shut down after the test."""
+    made = WorkerPool("asr", threads=1)
+    yield made
+    made.shutdown()
+
+
 async def _occupied(pool: WorkerPool) -> tuple[asyncio.Task[bool], threading.Event]:
     """A call holding the pool's one thread until the returned event is set."""
     release = threading.Event()
@@ -53,57 +64,51 @@ async def _occupied(pool: WorkerPool) -> tuple[asyncio.Task[bool], threading.Eve
     return holding, release
 
 
-async def test_run_first_goes_ahead_of_waiting_calls_and_each_level_keeps_its_order() -> None:
-    pool = WorkerPool("asr", threads=1)
+async def test_run_first_goes_ahead_of_waiting_calls_and_each_level_keeps_its_order(
+    pool: WorkerPool,
+) -> None:
     order: list[str] = []
-    try:
-        holding, release = await _occupied(pool)
-        waiting = [
-            asyncio.create_task(pool.run(order.append, "draft 1")),
-            asyncio.create_task(pool.run(order.append, "draft 2")),
-            asyncio.create_task(pool.run_first(order.append, "refine 1")),
-            asyncio.create_task(pool.run_first(order.append, "refine 2")),
-        ]
-        await asyncio.sleep(0.05)
-        assert order == []  # the thread is still held
-        release.set()
-        await asyncio.gather(holding, *waiting)
-        assert order == ["refine 1", "refine 2", "draft 1", "draft 2"]
-    finally:
-        pool.shutdown()
+    holding, release = await _occupied(pool)
+    waiting = [
+        asyncio.create_task(pool.run(order.append, "draft 1")),
+        asyncio.create_task(pool.run(order.append, "draft 2")),
+        asyncio.create_task(pool.run_first(order.append, "refine 1")),
+        asyncio.create_task(pool.run_first(order.append, "refine 2")),
+    ]
+    await asyncio.sleep(0.05)
+    assert order == []  # the thread is still held
+    release.set()
+    await asyncio.gather(holding, *waiting)
+    assert order == ["refine 1", "refine 2", "draft 1", "draft 2"]
 
 
-async def test_a_call_cancelled_while_waiting_never_runs_and_frees_its_place() -> None:
-    pool = WorkerPool("asr", threads=1)
+async def test_a_call_cancelled_while_waiting_never_runs_and_frees_its_place(
+    pool: WorkerPool,
+) -> None:
     order: list[str] = []
-    try:
-        holding, release = await _occupied(pool)
-        given_up = asyncio.create_task(pool.run_first(order.append, "given up"))
-        later = asyncio.create_task(pool.run(order.append, "later"))
-        await asyncio.sleep(0.02)
-        given_up.cancel()
-        release.set()
-        await asyncio.gather(holding, later)
-        assert order == ["later"] and given_up.cancelled()
-        assert await asyncio.wait_for(pool.run(order.append, "idle"), 5) is None
-        assert order == ["later", "idle"] and pool.pending == 0
-    finally:
-        pool.shutdown()
+    holding, release = await _occupied(pool)
+    given_up = asyncio.create_task(pool.run_first(order.append, "given up"))
+    later = asyncio.create_task(pool.run(order.append, "later"))
+    await asyncio.sleep(0.02)
+    given_up.cancel()
+    release.set()
+    await asyncio.gather(holding, later)
+    assert order == ["later"] and given_up.cancelled()
+    assert await asyncio.wait_for(pool.run(order.append, "idle"), 5) is None
+    assert order == ["later", "idle"] and pool.pending == 0
 
 
-async def test_a_cancelled_caller_keeps_its_thread_until_the_call_returns_there() -> None:
-    pool = WorkerPool("asr", threads=1)
+async def test_a_cancelled_caller_keeps_its_thread_until_the_call_returns_there(
+    pool: WorkerPool,
+) -> None:
     order: list[str] = []
-    try:
-        holding, release = await _occupied(pool)
-        holding.cancel()  # the caller stops waiting; the call still holds the thread
-        await asyncio.sleep(0.02)
-        draft = asyncio.create_task(pool.run(order.append, "draft"))
-        refine = asyncio.create_task(pool.run_first(order.append, "refine"))
-        await asyncio.sleep(0.05)
-        assert order == []  # neither ran beside the call still in the thread
-        release.set()
-        await asyncio.wait_for(asyncio.gather(draft, refine), 5)
-        assert order == ["refine", "draft"]  # both waited in line for it, in their order
-    finally:
-        pool.shutdown()
+    holding, release = await _occupied(pool)
+    holding.cancel()  # the caller stops waiting; the call still holds the thread
+    await asyncio.sleep(0.02)
+    draft = asyncio.create_task(pool.run(order.append, "draft"))
+    refine = asyncio.create_task(pool.run_first(order.append, "refine"))
+    await asyncio.sleep(0.05)
+    assert order == []  # neither ran beside the call still in the thread
+    release.set()
+    await asyncio.wait_for(asyncio.gather(draft, refine), 5)
+    assert order == ["refine", "draft"]  # both waited in line for it, in their order
