@@ -205,8 +205,8 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
         await pc.close()  # no data channel, no stop: closing must finalise
         services = server.state["services"]
         live = await services.engine().registry.get(session["code"])
-        for _ in range(100):
-            if not live.live:
+        for _ in range(100):  # the stream ends, then its translations drain, then: paused
+            if not live.live and live.state == "paused":
                 break
             await asyncio.sleep(0.1)
         assert live.streams and not live.live
