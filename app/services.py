@@ -260,7 +260,9 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     speech: Speech | None = None
     voices = services.voices
     if voices is not None and voices.plan:
-        tts = workers.pool("tts", threads=1, max_pending=64, nice=settings.tts_nice)
+        tts = workers.pool(
+            "tts", threads=1, max_pending=64, nice=settings.tts_nice, idle=settings.tts_idle
+        )
         fast = workers.pool("tts-fast", threads=1, max_pending=64)
         speech = Speech(voices, tts, fast, pace_defaults(settings))
         if settings.warm_models:

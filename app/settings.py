@@ -77,12 +77,16 @@ class Settings:
     """Speak the languages Kokoro knows with Kokoro (off: espeak-ng, as before it)."""
     tts_threads: int = 2
     """Threads of one Kokoro synthesis. Two: on one, Kokoro is slower than real time on this
-    project's machine; its threads run at ``tts_nice``, so they use the cores recognition
-    leaves idle and yield them when it needs them (docs/metrics.md, "Natural voices under
-    load")."""
+    project's machine; its threads run under ``tts_idle`` (or at ``tts_nice``), so they use
+    the cores recognition leaves idle and yield them when it needs them (docs/metrics.md,
+    "Natural voices / Synthesis on idle cores")."""
     tts_nice: int = 10
     """How far below the rest of the process the ``tts`` thread runs (its nice value, added;
     0: the same priority as recognition)."""
+    tts_idle: bool = True
+    """Run the ``tts`` thread under Linux's ``SCHED_IDLE`` policy: only on cores that nothing
+    else wants, yielding them at once (engine/workers.py; docs/metrics.md, "Natural voices /
+    Synthesis on idle cores"). Off: ``tts_nice`` alone."""
     limits: StreamLimits = field(default_factory=StreamLimits)
     max_sessions: int = 200
     max_live_streams: int = 4
@@ -165,6 +169,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_PACE": ("pace", _parse_map),
     "INTERP_TTS_THREADS": ("tts_threads", int),
     "INTERP_TTS_NICE": ("tts_nice", int),
+    "INTERP_TTS_IDLE": ("tts_idle", _flag),
     "INTERP_ALLOWED_ORIGINS": ("allowed_origins", _origins),
     "REDIS_URL": ("redis_url", str),
     "INTERP_MAX_LIVE_STREAMS": ("max_live_streams", int),

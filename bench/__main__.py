@@ -61,6 +61,10 @@ COMMANDS: dict[str, Command] = {
     "voices": Command(
         "bench.voices", "round-trip WER of every voice and Kokoro style against human speech"
     ),
+    "background": Command(
+        "bench.background",
+        "Whisper decodes alone and beside Kokoro at nice and under SCHED_IDLE",
+    ),
     "voice-load": Command(
         "bench.voice_load", "caption latency with a Kokoro listener on against none"
     ),

@@ -16,8 +16,12 @@ first").
 
 Priority between pools: a pool made with ``nice`` > 0 lowers its threads' scheduling priority
 (Linux keeps a nice value per thread, so only that pool's threads, and any thread they start,
-such as onnxruntime's, run below the rest of the process). Speech synthesis runs so, below
-recognition (docs/metrics.md, "Natural voices").
+such as onnxruntime's, run below the rest of the process). A pool made ``idle`` goes further:
+on Linux its threads take the ``SCHED_IDLE`` policy, so they run only on a core that no
+thread of normal priority wants, and any such thread that wakes takes the core from them at
+once (a nice thread still slowed a decode by a tenth to a quarter; an idle one not
+measurably). Speech synthesis runs so, below recognition (docs/metrics.md, "Natural voices
+/ Synthesis on idle cores").
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import functools
 import heapq
 import itertools
 import os
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -60,16 +65,20 @@ class WorkerPool:
         threads: int = 1,
         max_pending: int = 64,
         nice: int = 0,
+        idle: bool = False,
         on_call: Callable[[str, float], None] | None = None,
     ) -> None:
         self.name = name
         self._on_call = on_call
         self.max_pending = max_pending
         self.nice = nice
+        self.idle = idle
         self._executor = ThreadPoolExecutor(
             max_workers=threads,
             thread_name_prefix=name,
-            initializer=functools.partial(_lower_priority, nice) if nice > 0 else None,
+            initializer=functools.partial(_lower_priority, nice, idle)
+            if nice > 0 or idle
+            else None,
         )
         self._threads = threads
         self._pending = 0
@@ -162,10 +171,15 @@ class WorkerPool:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _lower_priority(nice: int) -> None:
+def _lower_priority(nice: int, idle: bool) -> None:
     """Run in each new thread of a pool: raise this thread's nice value by ``nice`` (on Linux
-    ``nice(2)`` acts on the calling thread only)."""
-    os.nice(nice)
+    ``nice(2)`` acts on the calling thread only) and, when ``idle``, give it the
+    ``SCHED_IDLE`` policy (Linux only; elsewhere the nice value is all there is). Threads it
+    starts later inherit both."""
+    if nice > 0:
+        os.nice(nice)
+    if idle and sys.platform == "linux":
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 class Workers:
@@ -176,11 +190,22 @@ class Workers:
         self._on_call = on_call
 
     def pool(
-        self, name: str, *, threads: int = 1, max_pending: int = 64, nice: int = 0
+        self,
+        name: str,
+        *,
+        threads: int = 1,
+        max_pending: int = 64,
+        nice: int = 0,
+        idle: bool = False,
     ) -> WorkerPool:
         if name not in self._pools:
             self._pools[name] = WorkerPool(
-                name, threads=threads, max_pending=max_pending, nice=nice, on_call=self._on_call
+                name,
+                threads=threads,
+                max_pending=max_pending,
+                nice=nice,
+                idle=idle,
+                on_call=self._on_call,
             )
         return self._pools[name]
 

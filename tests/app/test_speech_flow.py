@@ -120,6 +120,7 @@ def kokoro_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
             "INTERP_SESSION_RATE": "0",
             "INTERP_PACE": "fallback_gap_s=600",
             "INTERP_TTS_NICE": "0",
+            "INTERP_TTS_IDLE": "0",
         },
     ).start()
     yield proc

@@ -1,10 +1,11 @@
-"""Worker pools: the order calls start in, and a pool made with ``nice`` runs below the rest
-of the process."""
+"""Worker pools: the order calls start in, and a pool made with ``nice`` or ``idle`` runs below
+the rest of the process."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -27,6 +28,31 @@ async def test_a_nice_pool_runs_its_calls_at_lower_priority_and_nothing_else() -
         assert _own_nice() == here  # the event loop's thread is untouched
     finally:
         low.shutdown()
+        plain.shutdown()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="SCHED_IDLE is Linux's")
+async def test_an_idle_pool_runs_its_calls_under_sched_idle_and_nothing_else() -> None:
+    here = os.sched_getscheduler(0)
+    idle = WorkerPool("tts", threads=1, idle=True)
+    plain = WorkerPool("asr", threads=1)
+    try:
+        assert here != os.SCHED_IDLE
+        assert await idle.run(os.sched_getscheduler, 0) == os.SCHED_IDLE
+        # A thread an idle call starts (onnxruntime's) inherits the policy.
+        inherited: list[int] = []
+
+        def start_one() -> None:
+            thread = threading.Thread(target=lambda: inherited.append(os.sched_getscheduler(0)))
+            thread.start()
+            thread.join()
+
+        await idle.run(start_one)
+        assert inherited == [os.SCHED_IDLE]
+        assert await plain.run(os.sched_getscheduler, 0) == here
+        assert os.sched_getscheduler(0) == here  # the event loop's thread is untouched
+    finally:
+        idle.shutdown()
         plain.shutdown()
 
 
