@@ -96,18 +96,32 @@ def sources(heard: Iterable[Heard]) -> list[Heard]:
 
 
 def as_updates(heard: Iterable[Heard]) -> list[CaptionUpdate]:
-    """The events as :class:`bench.metrics.CaptionUpdate` (for erasure). A final covering
-    several segments replaces the drafts of all of them, as a client shows it: its text in its
-    own segment, and the other segments emptied."""
-    updates: list[CaptionUpdate] = []
-    for h in heard:
-        updates.append(CaptionUpdate(h.arrival, h.segment, h.state, h.text))
+    """The events as :class:`bench.metrics.CaptionUpdate` (for erasure), one caption per
+    translated sentence, as a reader sees it.
+
+    A translation final covering several source segments is one sentence: until it comes,
+    the drafts of its segments show together, joined in segment order, on the view's drafts
+    line (static/js/subtitle-state.js), and the final replaces that line. So each update is
+    the sentence's whole shown text: a draft of one of its segments shows the newest drafts
+    of all of them so far; the final shows its own text. Segments no final covers are
+    sentences of their own."""
+    items = list(heard)
+    sentence_of: dict[int, int] = {}
+    for h in items:
         if h.state == "final":
-            updates += [
-                CaptionUpdate(h.arrival, other, "final", "")
-                for other in h.covers
-                if other != h.segment
-            ]
+            for covered in h.covers:
+                sentence_of.setdefault(covered, h.segment)
+    drafts: dict[int, dict[int, str]] = {}
+    updates: list[CaptionUpdate] = []
+    for h in items:
+        sentence = sentence_of.get(h.segment, h.segment)
+        if h.state == "final":
+            updates.append(CaptionUpdate(h.arrival, sentence, "final", h.text))
+            continue
+        shown = drafts.setdefault(sentence, {})
+        shown[h.segment] = h.text
+        text = " ".join(shown[segment] for segment in sorted(shown))
+        updates.append(CaptionUpdate(h.arrival, sentence, "draft", text))
     return updates
 
 

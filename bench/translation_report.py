@@ -293,10 +293,10 @@ def report_markdown(report: dict[str, Any], run: TranslationRun) -> str:
         "Delays are measured on one listener's socket, which receives the source captions and "
         "the translations into its language: arrival of the translated event − arrival of the "
         "segment's source final (final delay) or of its first source event (first shown). "
-        "Erasure: words retracted over the drafts of each segment's translation / words in the "
-        "translated finals (docs/metrics.md). LAAL: length-adaptive average lagging of each "
-        "clip's translated finals, in seconds since the clip's audio began (computation-aware; "
-        "p50 / p95 over clips; real-time talks only).",
+        "Erasure: words retracted over the drafts of each translated sentence, as its drafts "
+        "line showed them / words in the translated finals (docs/metrics.md). LAAL: "
+        "length-adaptive average lagging of each clip's translated finals, in seconds since the "
+        "clip's audio began (computation-aware; p50 / p95 over clips; real-time talks only).",
         "",
     ]
     return "\n".join(lines)

@@ -176,9 +176,25 @@ def test_a_sentence_final_covers_each_of_its_source_segments() -> None:
     # Only the segment that completed the sentence times the translator itself.
     assert (three.completes_sentence, four.completes_sentence) == (False, True)
     assert four.had_draft and four.first_shown_delay_s == pytest.approx(0.1)
-    # The final replaces both drafts: "col cambia" of segment 4 and nothing of segment 3.
+    # The reader saw the sentence's drafts on one line, "El color de la col cambia", and the
+    # final replaced it: only "cambia" was taken back.
     erased = translation_erasure(heard, "es")
-    assert erased == Erasure(retracted_words=3, final_words=7)
+    assert erased == Erasure(retracted_words=1, final_words=7)
+
+
+def test_a_sentence_shows_its_segments_drafts_together_and_counts_once() -> None:
+    heard = heard_captions(
+        [
+            es(1.0, 5, "draft", "uno dos", sources=[5]),
+            es(1.5, 6, "draft", "tres cuatro", sources=[6]),  # shown: uno dos tres cuatro
+            es(1.8, 5, "draft", "uno diez", sources=[5]),  # takes back dos tres cuatro: 3
+            es(2.0, 7, "draft", "otra frase", sources=[7]),  # a sentence of its own
+            es(2.5, 5, "final", "uno diez tres", sources=[5, 6]),  # takes back cuatro: 1
+            es(2.6, 6, "draft", "late", sources=[6]),  # after its sentence's final: ignored
+            es(3.0, 7, "final", "otra", sources=[7]),  # takes back frase: 1
+        ]
+    )
+    assert translation_erasure(heard, "es") == Erasure(retracted_words=5, final_words=4)
 
 
 # --- talks of several clips ------------------------------------------------------------------
