@@ -111,6 +111,11 @@ class SentenceAssembler:
     def open(self) -> bool:
         return bool(self._open)
 
+    @property
+    def pieces(self) -> tuple[SourcePiece, ...]:
+        """The finals of the open sentence so far."""
+        return tuple(self._open)
+
     def goes_on(self, start: float) -> bool:
         """Whether speech that begins at ``start`` continues the open sentence: it begins
         within ``resume_gap_s`` of the end of the sentence's last final."""

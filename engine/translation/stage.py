@@ -14,10 +14,16 @@ Translation is made once per target language (a *lane*), never once per listener
   language is told so.
 - Drafts, only for languages someone reads: each source draft of the open segment replaces
   the lane's pending draft of that segment (newest wins; the stale ones are counted), and
-  each source final of a sentence still open is translated as a draft too, so the open
-  sentence shows translated drafts of the refined source until its final. What is shown is
-  stabilised (:func:`engine.translation.text.stabilise`). A draft of a segment a sentence
-  final already covers is never published, and drafts never wait behind finals.
+  each source final of a sentence still open is translated as a draft too. A draft shows
+  the speaker's open sentence so far, translated as one text: its finals, then the stable
+  part of each later segment's newest draft, published under the sentence's first segment
+  with ``sources`` naming them (a segment drafted alone before is taken down with an empty
+  draft). So a reader sees the sentence its final will replace, worded as a whole, not a
+  translation of each piece (docs/metrics.md, "Sentence drafts"). Words of the next
+  sentence that showed in a draft because the speaker went on before the sentence closed
+  are drafted again under their own segment once that sentence's final is out. What is
+  shown is stabilised (:func:`engine.translation.text.stabilise`). A draft of a segment a
+  sentence final already covers is never published, and drafts never wait behind finals.
 
 Corrections (engine/editing.py): a person's correction of a source final reaches the stage
 through :meth:`SessionTranslator.correct`. A sentence not yet translated is translated with
@@ -41,6 +47,7 @@ per run of failures) and the source text, clearly marked.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import OrderedDict, deque
@@ -124,6 +131,27 @@ class _Draft:
 
 
 @dataclass(frozen=True, slots=True)
+class _Source:
+    """What a translated draft is made from for one open segment: the stable part of its
+    newest source draft, or its final while its sentence is open."""
+
+    draft: _Draft
+    text: str
+
+    @property
+    def settled(self) -> bool:
+        return self.draft.refined
+
+    @property
+    def who(self) -> str:
+        return _speaker_key(self.draft.caption)
+
+
+def _speaker_key(caption: Caption) -> str:
+    return caption.speaker.id if caption.speaker is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
 class _Closed:
     sentence: Sentence
     closed: float
@@ -157,9 +185,17 @@ class _Lane:
         drafts are never shown again. A set, not a high-water mark: in a panel, speakers'
         sentences close out of segment order."""
         self.shown: dict[int, str] = {}
-        """The translated draft shown for each open segment."""
+        """The translated draft shown under each open segment (a sentence's first)."""
         self.draft_source: dict[int, str] = {}
         """The source text each shown draft was made from."""
+        self.sources: dict[int, _Source] = {}
+        """The newest source text of each open segment a draft brought."""
+        self.shown_under: dict[int, int] = {}
+        """Open segment -> the segment whose translated draft shows its words."""
+        self.held: dict[int, int] = {}
+        """Open segment -> the closed sentence (its first segment) whose draft showed its
+        words: it is drafted again once that sentence's final is out, not before (its
+        words would show twice meanwhile)."""
         self.previous_translation = ""
         self.failing = False
         self.gap = False
@@ -171,16 +207,38 @@ class _Lane:
 
     def cover(self, segments: Iterable[int]) -> int:
         """A sentence final covers ``segments``: drop their drafts' state; how many pending
-        drafts were dropped."""
+        drafts were dropped. Open segments whose words a covered segment's draft showed (the
+        speaker went on before the sentence closed) are drafted again under their own."""
         dropped = 0
-        for segment in segments:
+        covered = set(segments)
+        for segment in covered:
             self.covered[segment] = None
             dropped += self.pending.pop(segment, None) is not None
             self.shown.pop(segment, None)
             self.draft_source.pop(segment, None)
+            self.sources.pop(segment, None)
+            self.shown_under.pop(segment, None)
+            self.held.pop(segment, None)
+        for segment, under in list(self.shown_under.items()):
+            if under in covered:
+                del self.shown_under[segment]
+                self.held[segment] = under
         while len(self.covered) > COVERED_KEPT:
             self.covered.popitem(last=False)
         return dropped
+
+    def release(self, sentence: Iterable[int]) -> None:
+        """The final of the sentence of these segments is out: draft the segments it held
+        again, under their own."""
+        covered = set(sentence)
+        for segment, under in list(self.held.items()):
+            if under not in covered:
+                continue
+            del self.held[segment]
+            source = self.sources.get(segment)
+            if source is not None and self.reading and segment not in self.pending:
+                self.pending[segment] = source.draft
+                self.wake.set()
 
     def is_covered(self, segment: int) -> bool:
         if segment in self.covered:
@@ -325,7 +383,7 @@ class SessionTranslator:
             return
         self._start()
         now = time.perf_counter()
-        who = caption.speaker.id if caption.speaker is not None else ""
+        who = _speaker_key(caption)
         self._speech_after_pause(who, caption.start)
         if not caption.is_final:
             for lane in self._lanes.values():
@@ -483,12 +541,21 @@ class SessionTranslator:
         caption = draft.caption
         source = caption.text
         if self.config.draft_stable_only:
-            source = source[: caption.stable].strip()
-        if not source or source == lane.draft_source.get(caption.segment):
-            return  # nothing stable yet, or nothing new since the last draft
-        lane.draft_source[caption.segment] = source
+            source = source[: caption.stable]
+        source = source.strip()
+        if not source:
+            return  # nothing stable yet
+        lane.sources[caption.segment] = _Source(draft, source)
+        if caption.segment in lane.held:
+            return  # drafted once the sentence that showed its words has its final
+        parts = self._open_sentence(lane, _speaker_key(caption))
+        head = parts[0].draft.caption.segment
+        text = " ".join(part.text for part in parts)
+        if text == lane.draft_source.get(head):
+            return  # nothing new since the last draft
+        lane.draft_source[head] = text
         try:
-            text = await self._translate_text(lane.plan.draft, lane.target, source)
+            translated = await self._translate_text(lane.plan.draft, lane.target, text)
         except Saturated:
             self.stats.drafts_stale += 1
             return
@@ -496,37 +563,61 @@ class SessionTranslator:
             self.stats.drafts_failed += 1
             log.exception("draft translation into %s failed", lane.target)
             return
-        await self._show_draft(lane, draft, text)
+        await self._show_draft(lane, parts, draft, translated)
 
-    async def _show_draft(self, lane: _Lane, draft: _Draft, text: str) -> None:
-        caption = draft.caption
+    def _open_sentence(self, lane: _Lane, who: str) -> list[_Source]:
+        """The open sentence of ``who`` as a translated draft shows it, in segment order: its
+        finals so far, then the newest source of each later open segment of that speaker
+        (the speaker goes on while a final is still being refined). A sentence's drafts
+        are translated as one text and shown under its first segment, so a reader sees
+        the sentence its final will replace, worded as a whole."""
+        assembler = self._sentences.get(who)
+        pieces = assembler.pieces if assembler is not None else ()
+        parts = [
+            lane.sources.get(p.caption.segment)
+            or _Source(_Draft(p.caption, 0.0, refined=True), p.caption.text.strip())
+            for p in pieces
+        ]
+        after = pieces[-1].caption.segment if pieces else None
+        parts += [
+            source
+            for segment, source in sorted(lane.sources.items())
+            if source.who == who
+            and (after is None or segment > after)
+            and not lane.is_covered(segment)
+            and segment not in lane.held
+        ]
+        return [part for part in parts if part.text]
+
+    async def _show_draft(
+        self, lane: _Lane, parts: list[_Source], draft: _Draft, text: str
+    ) -> None:
+        first, last = parts[0].draft.caption, parts[-1].draft.caption
+        segments = tuple(part.draft.caption.segment for part in parts)
         async with lane.lock:
-            if lane.is_covered(caption.segment) or not lane.reading:
+            if any(lane.is_covered(s) for s in segments) or not lane.reading:
                 self.stats.drafts_late += 1
                 return
-            previous = lane.shown.get(caption.segment, "")
-            settled = draft.refined or (
-                caption.stable >= len(caption.text) and not self.config.draft_stable_only
+            previous = lane.shown.get(first.segment, "")
+            settled = all(part.settled for part in parts) or (
+                draft.caption.stable >= len(draft.caption.text)
+                and not self.config.draft_stable_only
+                and len(parts) == 1
             )
             hold = 0 if settled else self.config.hold_back_words
             shown = stabilise(previous, text, hold_back=hold)
             self.stats.drafts_translated += 1
+            for segment in segments:
+                lane.shown_under[segment] = first.segment
+                if segment != first.segment and segment in lane.shown:
+                    # Its words are in the sentence's draft now: its own one is taken down.
+                    del lane.shown[segment]
+                    await self._publish(_draft_caption(lane.target, segment, "", parts, segment))
             if not shown.text or shown.text == previous:
                 return
-            lane.shown[caption.segment] = shown.text
-            await self._publish(
-                Caption(
-                    segment=caption.segment,
-                    lang=lane.target,
-                    source=False,
-                    state="draft",
-                    text=shown.text,
-                    start=caption.start,
-                    end=caption.end,
-                    stable=shown.stable,
-                    sources=(caption.segment,),
-                )
-            )
+            lane.shown[first.segment] = shown.text
+            caption = _draft_caption(lane.target, first.segment, shown.text, parts, shown.stable)
+            await self._publish(dataclasses.replace(caption, start=first.start, end=last.end))
             self.stats.draft_latency.append(time.perf_counter() - draft.arrived)
 
     async def _final_loop(self, lane: _Lane) -> None:
@@ -539,15 +630,18 @@ class SessionTranslator:
                     await self._redo(lane, job)
                     continue
                 used = self.source_text(job.sentence)
-                caption = await self._final_caption(lane, job.sentence)
-                if caption is not None:
-                    async with lane.lock:
-                        await self._publish(caption)
-                    self.stats.final_latency.append(time.perf_counter() - job.closed)
-                    now = self.source_text(job.sentence)
-                    if now != used:  # corrected while it was being translated
-                        words = self._taught(job.sentence.segments)
-                        self._queue_redo(lane, _Redo(caption, now, words))
+                try:
+                    caption = await self._final_caption(lane, job.sentence)
+                    if caption is not None:
+                        async with lane.lock:
+                            await self._publish(caption)
+                        self.stats.final_latency.append(time.perf_counter() - job.closed)
+                        now = self.source_text(job.sentence)
+                        if now != used:  # corrected while it was being translated
+                            words = self._taught(job.sentence.segments)
+                            self._queue_redo(lane, _Redo(caption, now, words))
+                finally:
+                    lane.release(job.sentence.segments)
             finally:
                 lane.finals.task_done()
 
@@ -681,6 +775,27 @@ class SessionTranslator:
                 "someone reads it."
             )
         )
+
+
+def _draft_caption(
+    target: str, segment: int, text: str, parts: list[_Source], stable: int
+) -> Caption:
+    """A translated draft shown under ``segment``: the words of every segment of ``parts``
+    (a sentence's draft), or none (a segment whose words a sentence's draft shows now)."""
+    source = next(p.draft.caption for p in parts if p.draft.caption.segment == segment)
+    covers = tuple(p.draft.caption.segment for p in parts) if text else (segment,)
+    return Caption(
+        segment=segment,
+        lang=target,
+        source=False,
+        state="draft",
+        text=text,
+        start=source.start,
+        end=source.end,
+        stable=stable if text else 0,
+        sources=covers,
+        speaker=source.speaker,
+    )
 
 
 def _log_crash(task: asyncio.Future[None]) -> None:

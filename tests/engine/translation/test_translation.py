@@ -443,12 +443,18 @@ async def test_a_sentence_of_several_segments_is_translated_once_as_a_whole(
     second = going_on(first, 1, "year sales grew")
     await session.on_source(first)
     await session.on_source(second)
-    # Until the sentence ends, its segments show drafts of their refined source.
-    await published.wait_for(lambda ev: len(published.captions("es", "draft")) == 2)
-    assert [(c.segment, c.text, c.sources) for c in published.captions("es", "draft")] == [
-        (0, "es:In es:the es:previous", (0,)),
-        (1, "es:year es:sales es:grew", (1,)),
-    ]
+    # Until the sentence ends, it shows a draft of its refined source so far, translated as
+    # one text under its first segment.
+    await published.wait_for(
+        lambda ev: any(c.sources == (0, 1) for c in published.captions("es", "draft"))
+    )
+    drafts = published.captions("es", "draft")
+    assert {c.segment for c in drafts} == {0}
+    assert (drafts[-1].text, drafts[-1].start, drafts[-1].end) == (
+        "es:In es:the es:previous es:year es:sales es:grew",
+        0.0,
+        13.0,
+    )
     await session.on_source(going_on(second, 2, "by ten percent."))
     await session.drain()
     (sentence,) = published.captions("es", "final")
@@ -459,6 +465,67 @@ async def test_a_sentence_of_several_segments_is_translated_once_as_a_whole(
     )
     assert (sentence.start, sentence.end) == (0.0, 23.0)
     assert ("In the previous year sales grew by ten percent.", None) in translator.calls
+    await session.close()
+
+
+def sentence_drafts(pools: Callable[[str], WorkerPool]) -> tuple[Recorder, SessionTranslator]:
+    """An English session read in Spanish (scripted), every draft word shown at once."""
+    published = Recorder()
+    session = SessionTranslator(
+        "en",
+        published,
+        {"es": plan_for("es", ScriptedTranslator("es"), pools("es"))},
+        config=TranslationConfig(hold_back_words=0),
+    )
+    session.set_languages({"es"})
+    return published, session
+
+
+async def test_a_sentence_draft_shows_the_speech_after_it_and_hands_it_back_when_it_closes(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    published, session = sentence_drafts(pools)
+    drafts = lambda: published.captions("es", "draft")  # noqa: E731
+    await session.on_source(draft(0, "Hello there"))
+    await published.wait_for(lambda ev: len(drafts()) == 1)
+    # The speaker goes on while segment 0's final is still being refined: its sentence may
+    # go on, so the next words show in the same draft, translated with it.
+    await session.on_source(draft(1, "how are"))
+    await published.wait_for(lambda ev: any(c.sources == (0, 1) for c in drafts()))
+    assert [(c.segment, c.text) for c in drafts()] == [
+        (0, "es:Hello es:there"),
+        (0, "es:Hello es:there es:how es:are"),
+    ]
+    # Segment 0's final ends the sentence at a mark: the final replaces that draft, and the
+    # words after it come back in a draft of their own.
+    await session.on_source(final(0, "Hello there."))
+    await published.wait_for(lambda ev: any(c.segment == 1 and c.text for c in drafts()))
+    (sentence,) = published.captions("es", "final")
+    assert (sentence.sources, sentence.text) == ((0,), "es:Hello es:there.")
+    assert [(c.segment, c.text, c.sources) for c in drafts()][-1] == (1, "es:how es:are", (1,))
+    # Only once the final is out: before, its words would have shown twice.
+    assert published.events.index(drafts()[-1]) > published.events.index(sentence)
+    await session.close()
+
+
+async def test_a_segment_drafted_alone_is_taken_down_when_its_sentence_draft_shows_it(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    published, session = sentence_drafts(pools)
+    drafts = lambda: published.captions("es", "draft")  # noqa: E731
+    await session.on_source(draft(0, "In the previous", stable=0))  # nothing stable: no draft
+    await session.on_source(draft(1, "year sales"))
+    await published.wait_for(lambda ev: len(drafts()) == 1)
+    assert [(c.segment, c.text) for c in drafts()] == [(1, "es:year es:sales")]
+    # Segment 0's final leaves the sentence open: one draft shows both segments, and
+    # segment 1's own draft is emptied (a listener page drops an empty draft).
+    first = final(0, "In the previous")
+    await session.on_source(dataclasses.replace(first, end=10.0))
+    await published.wait_for(lambda ev: any(c.sources == (0, 1) for c in drafts()))
+    assert [(c.segment, c.text) for c in drafts()][1:] == [
+        (1, ""),
+        (0, "es:In es:the es:previous es:year es:sales"),
+    ]
     await session.close()
 
 
