@@ -37,7 +37,7 @@ from engine.speech.voice import VoiceKind
 from engine.telemetry import Observer
 from engine.translation.resources import Translation
 from engine.translation.routes import RouteTable
-from engine.workers import Workers
+from engine.workers import Below, Workers
 from models.catalog import default_cache_dir, resolve_whisper, silero_vad_path
 from models.silero import SileroModel
 from models.translators import Translators, installed_routes
@@ -260,9 +260,8 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
     speech: Speech | None = None
     voices = services.voices
     if voices is not None and voices.plan:
-        tts = workers.pool(
-            "tts", threads=1, max_pending=64, nice=settings.tts_nice, idle=settings.tts_idle
-        )
+        below = Below(nice=settings.tts_nice, idle=settings.tts_idle)
+        tts = workers.pool("tts", threads=1, max_pending=64, below=below)
         fast = workers.pool("tts-fast", threads=1, max_pending=64)
         speech = Speech(voices, tts, fast, pace_defaults(settings))
         if settings.warm_models:

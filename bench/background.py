@@ -31,7 +31,7 @@ from app.settings import Settings
 from bench.recordings import EVAL_LONGFORM_EN, load_recording
 from bench.resources import machine_info
 from engine.audio import SAMPLE_RATE, decode_pcm16
-from engine.workers import WorkerPool
+from engine.workers import Below, WorkerPool
 from models.catalog import resolve_whisper
 
 DEFAULT_FILE = EVAL_LONGFORM_EN / "librivox_shakespeare_sonnet_001.wav"
@@ -97,9 +97,8 @@ def run_condition(
     """Decode ``decodes`` times, with Kokoro beside at ``condition``'s priority."""
     if condition == "alone":
         return Sample(condition, _decodes(model, audio, decodes, rest_s), 0.0)
-    pool = WorkerPool(
-        "tts", threads=1, nice=NICE if condition == "nice" else 0, idle=condition == "idle"
-    )
+    below = Below(nice=NICE) if condition == "nice" else Below(idle=True)
+    pool = WorkerPool("tts", threads=1, below=below)
     synthesis = _Synthesis(kokoro, pool)
     done = synthesis.start()
     began = time.perf_counter()

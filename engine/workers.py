@@ -14,14 +14,14 @@ starts a final's decode before the drafts queued before it: everything after a f
 sentence, its translation, its speech) waits for it (docs/metrics.md, "Panels / Finals
 first").
 
-Priority between pools: a pool made with ``nice`` > 0 lowers its threads' scheduling priority
-(Linux keeps a nice value per thread, so only that pool's threads, and any thread they start,
-such as onnxruntime's, run below the rest of the process). A pool made ``idle`` goes further:
-on Linux its threads take the ``SCHED_IDLE`` policy, so they run only on a core that no
-thread of normal priority wants, and any such thread that wakes takes the core from them at
-once (a nice thread still slowed a decode by a tenth to a quarter; an idle one not
-measurably). Speech synthesis runs so, below recognition (docs/metrics.md, "Natural voices
-/ Synthesis on idle cores").
+Priority between pools: a pool made ``below`` the rest (:class:`Below`) with ``nice`` > 0
+lowers its threads' scheduling priority (Linux keeps a nice value per thread, so only that
+pool's threads, and any thread they start, such as onnxruntime's, run below the rest of the
+process). ``idle`` goes further: on Linux its threads take the ``SCHED_IDLE`` policy, so they
+run only on a core that no thread of normal priority wants, and any such thread that wakes
+takes the core from them at once (a nice thread still slowed a decode by a tenth to a
+quarter; an idle one not measurably). Speech synthesis runs so, below recognition
+(docs/metrics.md, "Natural voices / Synthesis on idle cores").
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import ParamSpec, TypeVar
 
@@ -55,6 +56,20 @@ class Priority(IntEnum):
     NORMAL = 1
 
 
+@dataclass(frozen=True, slots=True)
+class Below:
+    """How far below the rest of the process a pool's threads run (module docstring,
+    "Priority between pools"): ``nice`` added to their nice value, and, when ``idle``, the
+    ``SCHED_IDLE`` policy on Linux."""
+
+    nice: int = 0
+    idle: bool = False
+
+    @property
+    def lowered(self) -> bool:
+        return self.nice > 0 or self.idle
+
+
 class WorkerPool:
     """A bounded executor for one resource (one model or one database)."""
 
@@ -64,21 +79,17 @@ class WorkerPool:
         *,
         threads: int = 1,
         max_pending: int = 64,
-        nice: int = 0,
-        idle: bool = False,
+        below: Below = Below(),
         on_call: Callable[[str, float], None] | None = None,
     ) -> None:
         self.name = name
         self._on_call = on_call
         self.max_pending = max_pending
-        self.nice = nice
-        self.idle = idle
+        self.below = below
         self._executor = ThreadPoolExecutor(
             max_workers=threads,
             thread_name_prefix=name,
-            initializer=functools.partial(_lower_priority, nice, idle)
-            if nice > 0 or idle
-            else None,
+            initializer=functools.partial(_lower_priority, below) if below.lowered else None,
         )
         self._threads = threads
         self._pending = 0
@@ -171,14 +182,14 @@ class WorkerPool:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _lower_priority(nice: int, idle: bool) -> None:
-    """Run in each new thread of a pool: raise this thread's nice value by ``nice`` (on Linux
-    ``nice(2)`` acts on the calling thread only) and, when ``idle``, give it the
+def _lower_priority(below: Below) -> None:
+    """Run in each new thread of a pool: raise this thread's nice value by ``below.nice`` (on
+    Linux ``nice(2)`` acts on the calling thread only) and, when ``below.idle``, give it the
     ``SCHED_IDLE`` policy (Linux only; elsewhere the nice value is all there is). Threads it
     starts later inherit both."""
-    if nice > 0:
-        os.nice(nice)
-    if idle and sys.platform == "linux":
+    if below.nice > 0:
+        os.nice(below.nice)
+    if below.idle and sys.platform == "linux":
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
@@ -190,22 +201,11 @@ class Workers:
         self._on_call = on_call
 
     def pool(
-        self,
-        name: str,
-        *,
-        threads: int = 1,
-        max_pending: int = 64,
-        nice: int = 0,
-        idle: bool = False,
+        self, name: str, *, threads: int = 1, max_pending: int = 64, below: Below = Below()
     ) -> WorkerPool:
         if name not in self._pools:
             self._pools[name] = WorkerPool(
-                name,
-                threads=threads,
-                max_pending=max_pending,
-                nice=nice,
-                idle=idle,
-                on_call=self._on_call,
+                name, threads=threads, max_pending=max_pending, below=below, on_call=self._on_call
             )
         return self._pools[name]
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import shutil
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
@@ -125,6 +129,33 @@ def kokoro_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     ).start()
     yield proc
     proc.stop()
+
+
+def _idle_threads(server: ServerProcess) -> int:
+    """Threads of the server process under the SCHED_IDLE policy."""
+    assert server.process is not None
+    idle = 0
+    for task in Path(f"/proc/{server.process.pid}/task").iterdir():
+        try:
+            idle += os.sched_getscheduler(int(task.name)) == os.SCHED_IDLE
+        except ProcessLookupError:  # the thread ended meanwhile
+            continue
+    return idle
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="SCHED_IDLE is Linux's")
+async def test_synthesis_threads_run_under_sched_idle_unless_turned_off(
+    server: ServerProcess, kokoro_server: ServerProcess
+) -> None:
+    # The server warms its voices in the tts pool at start: that pool's thread, and the
+    # threads Kokoro's onnxruntime session starts from it, run only on idle cores.
+    deadline = time.monotonic() + 120
+    while _idle_threads(server) == 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+    assert _idle_threads(server) >= 1
+    assert server.process is not None
+    assert os.sched_getscheduler(server.process.pid) != os.SCHED_IDLE  # the main thread
+    assert _idle_threads(kokoro_server) == 0  # INTERP_TTS_IDLE=0
 
 
 async def test_a_spanish_audio_listener_hears_kokoro(kokoro_server: ServerProcess) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.workers import WorkerPool
+from engine.workers import Below, WorkerPool
 
 
 def _own_nice() -> int:
@@ -20,7 +20,7 @@ def _own_nice() -> int:
 
 async def test_a_nice_pool_runs_its_calls_at_lower_priority_and_nothing_else() -> None:
     here = _own_nice()
-    low = WorkerPool("tts", threads=1, nice=5)
+    low = WorkerPool("tts", threads=1, below=Below(nice=5))
     plain = WorkerPool("asr", threads=1)
     try:
         assert await low.run(_own_nice) == min(here + 5, 19)
@@ -34,7 +34,7 @@ async def test_a_nice_pool_runs_its_calls_at_lower_priority_and_nothing_else() -
 @pytest.mark.skipif(sys.platform != "linux", reason="SCHED_IDLE is Linux's")
 async def test_an_idle_pool_runs_its_calls_under_sched_idle_and_nothing_else() -> None:
     here = os.sched_getscheduler(0)
-    idle = WorkerPool("tts", threads=1, idle=True)
+    idle = WorkerPool("tts", threads=1, below=Below(idle=True))
     plain = WorkerPool("asr", threads=1)
     try:
         assert here != os.SCHED_IDLE

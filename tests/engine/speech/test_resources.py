@@ -33,7 +33,7 @@ class SlowToLoad:
 
 async def test_the_fast_voice_stands_in_while_the_natural_one_loads() -> None:
     voices = SlowToLoad()
-    natural_pool, fast_pool = WorkerPool("tts", nice=0), WorkerPool("tts-fast")
+    natural_pool, fast_pool = WorkerPool("tts"), WorkerPool("tts-fast")
     config = PaceConfig(fallback_gap_s=0.5, chars_per_second=100.0)
     speech = Speech(voices, natural_pool, fast_pool, config)
     sink = Sink()
