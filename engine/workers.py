@@ -85,7 +85,6 @@ class WorkerPool:
         self.name = name
         self._on_call = on_call
         self.max_pending = max_pending
-        self.below = below
         self._executor = ThreadPoolExecutor(
             max_workers=threads,
             thread_name_prefix=name,

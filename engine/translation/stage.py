@@ -47,7 +47,6 @@ per run of failures) and the source text, clearly marked.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections import OrderedDict, deque
@@ -137,14 +136,17 @@ class _Source:
 
     draft: _Draft
     text: str
+    settled: bool
+    """Its words will not change (a final, or a draft wholly stable where whole drafts are
+    translated): no words of it are held back."""
 
     @property
-    def settled(self) -> bool:
-        return self.draft.refined
+    def caption(self) -> Caption:
+        return self.draft.caption
 
     @property
     def who(self) -> str:
-        return _speaker_key(self.draft.caption)
+        return _speaker_key(self.caption)
 
 
 def _speaker_key(caption: Caption) -> str:
@@ -545,11 +547,14 @@ class SessionTranslator:
         source = source.strip()
         if not source:
             return  # nothing stable yet
-        lane.sources[caption.segment] = _Source(draft, source)
+        settled = draft.refined or (
+            caption.stable >= len(caption.text) and not self.config.draft_stable_only
+        )
+        lane.sources[caption.segment] = _Source(draft, source, settled)
         if caption.segment in lane.held:
             return  # drafted once the sentence that showed its words has its final
         parts = self._open_sentence(lane, _speaker_key(caption))
-        head = parts[0].draft.caption.segment
+        head = parts[0].caption.segment
         text = " ".join(part.text for part in parts)
         if text == lane.draft_source.get(head):
             return  # nothing new since the last draft
@@ -574,8 +579,7 @@ class SessionTranslator:
         assembler = self._sentences.get(who)
         pieces = assembler.pieces if assembler is not None else ()
         parts = [
-            lane.sources.get(p.caption.segment)
-            or _Source(_Draft(p.caption, 0.0, refined=True), p.caption.text.strip())
+            _Source(_Draft(p.caption, 0.0, refined=True), p.caption.text.strip(), True)
             for p in pieces
         ]
         after = pieces[-1].caption.segment if pieces else None
@@ -592,32 +596,29 @@ class SessionTranslator:
     async def _show_draft(
         self, lane: _Lane, parts: list[_Source], draft: _Draft, text: str
     ) -> None:
-        first, last = parts[0].draft.caption, parts[-1].draft.caption
-        segments = tuple(part.draft.caption.segment for part in parts)
+        first, last = parts[0].caption, parts[-1].caption
+        segments = tuple(part.caption.segment for part in parts)
         async with lane.lock:
             if any(lane.is_covered(s) for s in segments) or not lane.reading:
                 self.stats.drafts_late += 1
                 return
             previous = lane.shown.get(first.segment, "")
-            settled = all(part.settled for part in parts) or (
-                draft.caption.stable >= len(draft.caption.text)
-                and not self.config.draft_stable_only
-                and len(parts) == 1
-            )
-            hold = 0 if settled else self.config.hold_back_words
+            hold = 0 if all(part.settled for part in parts) else self.config.hold_back_words
             shown = stabilise(previous, text, hold_back=hold)
             self.stats.drafts_translated += 1
-            for segment in segments:
+            for part in parts:
+                segment = part.caption.segment
                 lane.shown_under[segment] = first.segment
                 if segment != first.segment and segment in lane.shown:
                     # Its words are in the sentence's draft now: its own one is taken down.
                     del lane.shown[segment]
-                    await self._publish(_draft_caption(lane.target, segment, "", parts, segment))
+                    await self._publish(_translated_draft(lane.target, part.caption, part.caption))
             if not shown.text or shown.text == previous:
                 return
             lane.shown[first.segment] = shown.text
-            caption = _draft_caption(lane.target, first.segment, shown.text, parts, shown.stable)
-            await self._publish(dataclasses.replace(caption, start=first.start, end=last.end))
+            await self._publish(
+                _translated_draft(lane.target, first, last, shown.text, shown.stable, segments)
+            )
             self.stats.draft_latency.append(time.perf_counter() - draft.arrived)
 
     async def _final_loop(self, lane: _Lane) -> None:
@@ -629,21 +630,27 @@ class SessionTranslator:
                 if isinstance(job, _Redo):
                     await self._redo(lane, job)
                     continue
-                used = self.source_text(job.sentence)
-                try:
-                    caption = await self._final_caption(lane, job.sentence)
-                    if caption is not None:
-                        async with lane.lock:
-                            await self._publish(caption)
-                        self.stats.final_latency.append(time.perf_counter() - job.closed)
-                        now = self.source_text(job.sentence)
-                        if now != used:  # corrected while it was being translated
-                            words = self._taught(job.sentence.segments)
-                            self._queue_redo(lane, _Redo(caption, now, words))
-                finally:
-                    lane.release(job.sentence.segments)
+                await self._publish_final(lane, job)
             finally:
                 lane.finals.task_done()
+
+    async def _publish_final(self, lane: _Lane, job: _Closed) -> None:
+        """Translate a closed sentence and publish it; then draft again the segments its
+        draft held (:meth:`_Lane.release`), whatever became of it."""
+        used = self.source_text(job.sentence)
+        try:
+            caption = await self._final_caption(lane, job.sentence)
+            if caption is None:
+                return
+            async with lane.lock:
+                await self._publish(caption)
+            self.stats.final_latency.append(time.perf_counter() - job.closed)
+            now = self.source_text(job.sentence)
+            if now != used:  # corrected while it was being translated
+                words = self._taught(job.sentence.segments)
+                self._queue_redo(lane, _Redo(caption, now, words))
+        finally:
+            lane.release(job.sentence.segments)
 
     async def _redo(self, lane: _Lane, job: _Redo) -> None:
         """Make a published translation final again from its corrected source text."""
@@ -777,24 +784,27 @@ class SessionTranslator:
         )
 
 
-def _draft_caption(
-    target: str, segment: int, text: str, parts: list[_Source], stable: int
+def _translated_draft(
+    target: str,
+    first: Caption,
+    last: Caption,
+    text: str = "",
+    stable: int = 0,
+    sources: tuple[int, ...] = (),
 ) -> Caption:
-    """A translated draft shown under ``segment``: the words of every segment of ``parts``
-    (a sentence's draft), or none (a segment whose words a sentence's draft shows now)."""
-    source = next(p.draft.caption for p in parts if p.draft.caption.segment == segment)
-    covers = tuple(p.draft.caption.segment for p in parts) if text else (segment,)
+    """A translated draft under ``first``'s segment holding the words of ``sources`` from
+    ``first`` to ``last``; with no text, it takes down the draft shown under that segment."""
     return Caption(
-        segment=segment,
+        segment=first.segment,
         lang=target,
         source=False,
         state="draft",
         text=text,
-        start=source.start,
-        end=source.end,
-        stable=stable if text else 0,
-        sources=covers,
-        speaker=source.speaker,
+        start=first.start,
+        end=last.end,
+        stable=stable,
+        sources=sources or (first.segment,),
+        speaker=first.speaker,
     )
 
 
