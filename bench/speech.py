@@ -14,12 +14,19 @@
      voice spoke, and how much its fast fallback spoke in its place.
    - *lag behind the speaker*: the listener plays chunks in order, each as soon as it arrived
      and the previous one ended; a chunk's lag is when it ends playing minus when the speaker
-     finished saying that segment (replay start + the caption's ``end`` in session audio).
+     finished saying what it speaks (replay start + the ``end`` of its translation final in
+     session audio: the end of the whole sentence, which may span several source segments).
      It adds up recognition, translation and speech. The *speech stage's own lag* is when a
-     chunk ends playing minus when its final translation arrived: the part the pace keeping
-     bounds. "Bounded" means the stage's lag stays under ``PaceConfig.bound_s`` plus one
-     sentence (8 s) over the whole replay and the total lag does not grow (last third of the
-     replay no worse than the first third plus that bound).
+     chunk ends playing minus when its final translation arrived; it includes the time the
+     final's own audio takes to play, so a long sentence has a long stage lag however promptly
+     it is spoken. The *speech stage's wait* leaves that out: the stage lag minus the audio of
+     the final played so far, this chunk included. It is the delay the stage adds (speech
+     still playing before the final, synthesis) and is what the pace keeping bounds: a final
+     waits for the audio queued before it, skipped past ``PaceConfig.bound_s``, and for the
+     sentence then playing, which is never cut (docs/metrics.md, "Spoken translation /
+     The stage's wait"). "Bounded" means the wait stays under ``bound_s`` plus one sentence
+     (``SENTENCE_ALLOWANCE_S``) over the whole replay and the total lag does not grow (last
+     third of the replay no worse than the first third plus ``bound_s``).
 """
 
 from __future__ import annotations
@@ -65,6 +72,8 @@ VOICE_TEXTS = {
 FIRST_AUDIO_GOAL_S = 0.4
 KOKORO_FIRST_AUDIO_GOAL_S = 0.8
 """Kokoro needs a second or so for a clause: its goal is on its own (issue 25)."""
+SENTENCE_ALLOWANCE_S = 8.0
+"""The sentence playing when a final arrives, which the stage never cuts (module docstring)."""
 
 
 @dataclass
@@ -74,6 +83,9 @@ class ListenerLog:
     """Segment -> arrival of its final caption in ``lang``."""
     caption_end: dict[int, float] = field(default_factory=dict)
     """Segment -> end of the segment in session audio seconds (from the source caption)."""
+    final_end: dict[int, float] = field(default_factory=dict)
+    """Segment -> end in session audio of the final caption in ``lang`` published under it
+    (a translation final covers its whole sentence: it ends where the sentence ends)."""
     chunks: list[tuple[float, dict[str, Any], int]] = field(default_factory=list)
     """(arrival, audio header, PCM bytes) per audio chunk."""
 
@@ -101,6 +113,7 @@ async def record_listener(url: str, log: ListenerLog, stop: asyncio.Event) -> No
                     log.caption_end[segment] = float(event["end"])
                 if event.get("lang") == log.lang:
                     log.finals.setdefault(segment, now)
+                    log.final_end.setdefault(segment, float(event["end"]))
 
 
 def voice_rtf(langs: Sequence[str], sentences: int, threads: int = 1) -> list[dict[str, Any]]:
@@ -160,6 +173,13 @@ def _pair(d: dict[str, Any] | None) -> str:
     return f"{d['p50']} / {d['p95']} (n={d['count']})"
 
 
+def _triple(d: dict[str, Any] | None) -> str:
+    """``p50 / p95 / max`` of a distribution, ``–`` when there is none."""
+    if not d or not d.get("count"):
+        return "–"
+    return f"{d['p50']} / {d['p95']} / {d['max']}"
+
+
 def _dist(values: Sequence[float], digits: int = 3) -> dict[str, Any]:
     d = distribution(values)
     return {
@@ -181,6 +201,8 @@ def analyse(log: ListenerLog, replay_start: float, bound_s: float) -> dict[str, 
     play_end = 0.0
     lags: list[tuple[float, float]] = []  # (arrival, lag)
     stage_lags: list[float] = []
+    stage_waits: list[float] = []
+    played: dict[int, float] = {}  # segment -> seconds of its final's audio played so far
     skipped = 0
     busy_until: dict[int, float] = {}
     for arrival, header, size in log.chunks:
@@ -188,13 +210,16 @@ def analyse(log: ListenerLog, replay_start: float, bound_s: float) -> dict[str, 
         skipped += int(header.get("skipped", 0))
         busy_until.setdefault(segment, play_end)
         start = max(arrival, play_end)
-        play_end = start + size / 2 / int(header["sample_rate"])
-        end = log.caption_end.get(segment)
+        seconds = size / 2 / int(header["sample_rate"])
+        play_end = start + seconds
+        played[segment] = played.get(segment, 0.0) + seconds
+        end = log.final_end.get(segment, log.caption_end.get(segment))
         if end is not None:
             lags.append((arrival, play_end - (replay_start + end)))
         final_at = log.finals.get(segment)
         if final_at is not None:
             stage_lags.append(play_end - final_at)
+            stage_waits.append(play_end - final_at - played[segment])
     for segment, at in first.items():
         final_at = log.finals.get(segment)
         if final_at is None:
@@ -223,6 +248,7 @@ def analyse(log: ListenerLog, replay_start: float, bound_s: float) -> dict[str, 
         "first_audio_all_s": _dist(idle + waited),
         "lag_s": _dist(lag_values, 2),
         "speech_stage_lag_s": _dist(stage_lags, 2),
+        "speech_stage_wait_s": _dist(stage_waits, 2),
         "first_audio_values_s": [round(v, 3) for v in idle + waited],
         "lag_series": [[round(at - replay_start, 2), round(lag, 3)] for at, lag in lags],
         "lag_first_third_max_s": round(max(lag_values[:third]), 2) if lags else None,
@@ -299,13 +325,15 @@ def report_markdown(report: dict[str, Any]) -> str:
             "",
             "First audio: from the final caption's arrival to its first audio chunk's arrival "
             "at the listener. Lag: when a chunk ends playing minus when the speaker finished "
-            "the segment.",
+            "the sentence it speaks. Stage wait: the stage lag less the final's own audio "
+            "played so far.",
             "",
             "| lang | finals | spoken | chunks natural / fast | skipped pieces "
             "| first audio, idle voice p50 / p95 s | first audio, idle natural voice p50 / p95 s "
             "| first audio, all p50 / p95 s | speech stage lag p50 / p95 / max s "
+            "| speech stage wait p50 / p95 / max s "
             "| total lag p50 / p95 / max s | total lag max, first / last third s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in run["listeners"]:
             lines.append(
@@ -318,6 +346,7 @@ def report_markdown(report: dict[str, Any]) -> str:
                 f"{r['first_audio_all_s']['p50']} / {r['first_audio_all_s']['p95']} | "
                 f"{r['speech_stage_lag_s']['p50']} / {r['speech_stage_lag_s']['p95']} / "
                 f"{r['speech_stage_lag_s']['max']} | "
+                f"{_triple(r.get('speech_stage_wait_s'))} | "
                 f"{r['lag_s']['p50']} / {r['lag_s']['p95']} / {r['lag_s']['max']} | "
                 f"{r['lag_first_third_max_s']} / {r['lag_last_third_max_s']} |"
             )
@@ -352,17 +381,19 @@ def goals(report: dict[str, Any]) -> dict[str, Any]:
             "met": p50 is not None and p50 <= goal,
         }
         last, first = r["lag_last_third_max_s"], r["lag_first_third_max_s"]
-        stage = r["speech_stage_lag_s"]["max"]
+        wait = r["speech_stage_wait_s"]["max"]
         bounded = (
             last is not None
-            and stage is not None
-            and stage <= r["bound_s"] + 8.0
+            and wait is not None
+            and wait <= r["bound_s"] + SENTENCE_ALLOWANCE_S
             and last <= first + r["bound_s"]
         )
         out[f"lag bounded over the replay ({where})"] = {
-            "value": f"speech stage max {stage} s; total max {r['lag_s']['max']} s, last third "
+            "value": f"speech stage wait max {wait} s (stage lag max "
+            f"{r['speech_stage_lag_s']['max']} s); total max {r['lag_s']['max']} s, last third "
             f"{last} s, first third {first} s",
-            "goal": f"stage <= {r['bound_s']} + 8 s; last third <= first third + {r['bound_s']} s",
+            "goal": f"stage wait <= {r['bound_s']} + {SENTENCE_ALLOWANCE_S:g} s; last third "
+            f"<= first third + {r['bound_s']} s",
             "met": bounded,
         }
     return out

@@ -251,11 +251,19 @@ def speech_section(report: Report | None) -> Section:
                         + f" (max {num(r['speech_stage_lag_s'].get('max'))} s)",
                     )
                 )
+            if r.get("speech_stage_wait_s"):
+                rows.append(
+                    Row(
+                        f"speech-stage wait: the stage lag less the final's own audio ({where})",
+                        seconds(r["speech_stage_wait_s"])
+                        + f" (max {num(r['speech_stage_wait_s'].get('max'))} s)",
+                    )
+                )
             bounded = goals.get(f"lag bounded over the replay ({where})", {})
             lag = r.get("lag_s") or {}
             rows.append(
                 Row(
-                    f"total lag: end of playback − end of speech ({where})",
+                    f"total lag: end of playback − end of the sentence spoken ({where})",
                     seconds(lag) + f" (max {num(lag.get('max'))} s; last third max "
                     f"{num(r.get('lag_last_third_max_s'))} s, first third "
                     f"{num(r.get('lag_first_third_max_s'))} s)",
