@@ -19,6 +19,7 @@ from typing import Protocol, TypeVar
 from engine.audio import SAMPLE_RATE, AudioFormatError, Samples, StreamResampler, decode_pcm16
 from engine.events import Caption, ErrorEvent, Event, Shedding, Speaker
 from engine.recognition.shedding import Shed, shed_names
+from engine.recognition.vad import NextSpeech
 from engine.refusals import Refusal, Refused
 from engine.telemetry import Observer
 from engine.translation.stage import SessionTranslator
@@ -73,6 +74,8 @@ class Recognizer(Protocol):
     async def finish(self) -> list[Caption]: ...
 
     def take_final_audio(self, segment: int) -> Samples | None: ...
+
+    def next_speech(self, end: float) -> NextSpeech | None: ...
 
     def set_terms(self, hint: str) -> None: ...
 
@@ -213,5 +216,11 @@ class PresenterStream:
                 continue
             translator = self._translators.get(numbered.lang)
             if translator is not None:
-                audio = self.recognizer.take_final_audio(numbered.segment)
-                await translator.on_source(numbered, audio if numbered.is_final else None)
+                if numbered.is_final:
+                    await translator.on_source(
+                        numbered,
+                        self.recognizer.take_final_audio(numbered.segment),
+                        after=self.recognizer.next_speech(numbered.end),
+                    )
+                else:
+                    await translator.on_source(numbered)

@@ -32,7 +32,7 @@ from engine.audio import SAMPLE_RATE
 from engine.events import Caption
 from engine.recognition.recognizer import StreamingRecognizer
 from engine.recognition.shedding import Shed
-from engine.recognition.vad import WINDOW
+from engine.recognition.vad import WINDOW, NextSpeech
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,9 @@ class DetectingRecognizer:
 
     def take_final_audio(self, segment: int) -> Samples | None:
         return self._inner.take_final_audio(segment) if self._inner is not None else None
+
+    def next_speech(self, end: float) -> NextSpeech | None:
+        return self._inner.next_speech(end) if self._inner is not None else None
 
     def set_terms(self, hint: str) -> None:
         """Pass new terms on; before detection ``make`` builds the recogniser with the

@@ -53,7 +53,7 @@ from engine.recognition.punctuation import (
     without_sentence_end,
 )
 from engine.recognition.shedding import Shed, SheddingRules, next_level
-from engine.recognition.vad import SpeechTimeline, StreamingVad
+from engine.recognition.vad import NextSpeech, SpeechTimeline, StreamingVad
 
 T = TypeVar("T")
 
@@ -316,6 +316,10 @@ class StreamingRecognizer:
     def set_terms(self, hint: str) -> None:
         """The session's terms changed: every decode from now on is biased towards them."""
         self._terms = hint
+
+    def next_speech(self, end: float) -> NextSpeech:
+        """What the VAD has heard after a final that ends at ``end`` (its ``NextSpeech``)."""
+        return self._speech.next_speech(end, self.config.lead_in_s)
 
     def take_final_audio(self, segment: int) -> Samples | None:
         """The audio of a segment just finalised (kept only with ``keep_final_audio``, for

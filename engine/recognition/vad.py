@@ -8,6 +8,8 @@ run in the worker thread of the ASR step, never on the event loop.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -67,6 +69,18 @@ def _windows(seconds: float) -> float:
     return float(np.ceil(seconds / WINDOW_SECONDS - 1e-9))
 
 
+@dataclass(frozen=True, slots=True)
+class NextSpeech:
+    """What the VAD had heard after a final when it was published: the speaker's next
+    segment begins at ``start`` (``heard``: its speech came), or, if only silence came so
+    far, not before ``start`` (a lead-in before speech not heard yet). The translation
+    stage decides from it at once whether the speaker went on or paused long
+    (engine/translation/sentences.py)."""
+
+    start: float
+    heard: bool
+
+
 class SpeechTimeline:
     """Which 32 ms windows of a stream held speech, addressed by absolute time.
 
@@ -79,6 +93,7 @@ class SpeechTimeline:
         self.threshold = threshold
         self._probs = np.zeros(0, dtype=np.float32)
         self._first = 0  # absolute window index of _flags[0]
+        self._trimmed_speech_end = -math.inf  # end of the last speech window trimmed away
 
     @property
     def end(self) -> float:
@@ -123,6 +138,16 @@ class SpeechTimeline:
         until = self._time(lo + int(hits[0])) if hits.size else self.end
         return max(0.0, until - time)
 
+    def next_speech(self, time: float, lead_in: float) -> NextSpeech:
+        """Where a segment after ``time`` begins (``lead_in`` before its speech, never before
+        ``time``), or, while only silence followed ``time``, the earliest it can begin.
+        Speech after ``time`` that was already trimmed away began at ``time`` as far as
+        this can tell (the speaker went on)."""
+        if self._trimmed_speech_end > time:
+            return NextSpeech(time, heard=True)
+        silence = self.silence_after(time)
+        return NextSpeech(max(time, time + silence - lead_in), time + silence < self.end)
+
     def first_pause(
         self,
         start: float,
@@ -163,6 +188,9 @@ class SpeechTimeline:
 
     def trim_before(self, time: float) -> None:
         drop = min(len(self._probs), max(0, self._index(time) - 1 - self._first))
+        hits = np.flatnonzero(self._probs[:drop] >= self.threshold)
+        if hits.size:
+            self._trimmed_speech_end = self._time(self._first + int(hits[-1]) + 1)
         if drop:
             self._probs = self._probs[drop:]
             self._first += drop

@@ -8,6 +8,16 @@ for speech routes wait for a longer pause: ``close_at_mark``), at the length cap
 speaker still gets finals), and, through the translation stage's timer, at a long pause
 (nothing of the speaker for ``pause_s`` after its last final, or the next speech beginning
 well after it) or the end of the stream. Pure bookkeeping, no I/O.
+
+The next speech may come before the final: with a slow refine (Whisper base), a draft of the
+segment after it often arrives first, and the VAD has heard more still. The assembler
+remembers where each later segment's speech began (:meth:`SentenceAssembler.hear`), and a
+final that leaves the sentence open asks :meth:`SentenceAssembler.went_on` what followed it,
+given what the VAD had heard when the final was made (``NextSpeech``): if a draft showed the
+speaker went on, no timer is needed and the sentence waits for that segment's final; if the
+silence after it, or the start of speech heard after it, is already later than
+``resume_gap_s`` allows, the sentence closes with the final instead of at a timer later
+(docs/metrics.md, "Speech heard before the final").
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.events import Caption
+from engine.recognition.vad import NextSpeech
 
 SENTENCE_END = re.compile(r"[.?!…。！？][\"'”’»)\]]*\s*$")
 """Sentence-ending punctuation at the end of a text, closing quotes and brackets allowed."""
@@ -106,6 +117,9 @@ class SentenceAssembler:
         self._context_chars = context_chars
         self._open: list[SourcePiece] = []
         self._context = ""
+        self._heard: dict[int, float] = {}
+        """Segment -> where its speech began, for segments heard but not yet final."""
+        self._last_final = -1
 
     @property
     def open(self) -> bool:
@@ -121,9 +135,30 @@ class SentenceAssembler:
         within ``resume_gap_s`` of the end of the sentence's last final."""
         return bool(self._open) and start - self._open[-1].caption.end < self.rules.resume_gap_s
 
+    def hear(self, draft: Caption) -> None:
+        """A draft of a segment not final yet: the speaker's speech there began at its
+        ``start`` (the first draft of a segment says it; later ones change nothing)."""
+        if draft.segment > self._last_final:
+            self._heard.setdefault(draft.segment, draft.start)
+
+    def went_on(self, after: NextSpeech | None = None) -> bool | None:
+        """After a final that left the sentence open: whether the speech after it continues
+        the sentence (:meth:`goes_on`, for the first segment drafted after the final);
+        without such a draft, False if what the VAD had heard when the final was made
+        (``after``) already puts the next speech too late to go on, else None (not known
+        yet: speech the VAD heard may still give no words, so only a draft says the
+        speaker went on)."""
+        if self._heard:
+            return self.goes_on(self._heard[min(self._heard)])
+        if after is not None and not self.goes_on(after.start):
+            return False
+        return None
+
     def add(self, piece: SourcePiece, *, whole: bool = False) -> Sentence | None:
         """Add the next source final; the sentence it closes, if it closes one. ``whole``:
         the final ends its sentence (a line said whole, such as an accepted question)."""
+        self._last_final = max(self._last_final, piece.caption.segment)
+        self._heard = {s: at for s, at in self._heard.items() if s > self._last_final}
         self._open.append(piece)
         text = " ".join(p.caption.text for p in self._open)
         span = piece.caption.end - self._open[0].caption.start

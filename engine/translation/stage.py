@@ -57,6 +57,7 @@ import numpy as np
 
 from engine import languages
 from engine.events import Caption, ErrorEvent, Event
+from engine.recognition.vad import NextSpeech
 from engine.revisions import Remake, changed_words
 from engine.translation.backends import PooledTranslator, TargetPlan, WhisperTranslate
 from engine.translation.sentences import Sentence, SentenceAssembler, SentenceRules, SourcePiece
@@ -375,32 +376,45 @@ class SessionTranslator:
         return tuple(words)
 
     async def on_source(
-        self, caption: Caption, audio: np.ndarray | None = None, *, whole: bool = False
+        self,
+        caption: Caption,
+        audio: np.ndarray | None = None,
+        *,
+        whole: bool = False,
+        after: NextSpeech | None = None,
     ) -> None:
         """Take the next source caption (in order); ``audio`` is the segment's 16 kHz audio,
         given with finals. ``whole``: the final is a sentence of its own (an accepted
-        question), closed at once whatever the rules wait for. Returns at once: translation
-        runs in the lanes' tasks."""
+        question), closed at once whatever the rules wait for. ``after``: what the VAD had
+        heard after a final when it was made (engine/translation/sentences.py). Returns at
+        once: translation runs in the lanes' tasks."""
         if not caption.source or self._closed:
             return
         self._start()
         now = time.perf_counter()
         who = _speaker_key(caption)
-        self._speech_after_pause(who, caption.start)
-        if not caption.is_final:
-            for lane in self._lanes.values():
-                self._want_draft(lane, _Draft(caption, now))
-            return
         assembler = self._sentences.get(who)
         if assembler is None:
             assembler = SentenceAssembler(self._rules, self.config.context_chars)
             self._sentences[who] = assembler
+        self._speech_after_pause(who, caption.start)
+        if not caption.is_final:
+            assembler.hear(caption)
+            for lane in self._lanes.values():
+                self._want_draft(lane, _Draft(caption, now))
+            return
         sentence = assembler.add(SourcePiece(caption, audio), whole=whole)
+        went_on = assembler.went_on(after) if sentence is None else None
+        if went_on is False:  # a long pause followed it
+            sentence = assembler.close()
         if sentence is not None:
             self._stop_pause(who)
             self._enqueue(sentence)
             return
-        self._restart_pause(who)
+        if went_on:  # the speaker had gone on before this final came: no pause to time
+            self._stop_pause(who)
+        else:
+            self._restart_pause(who)
         # The open sentence shows translated drafts of its refined source until its final.
         refined = Caption(
             segment=caption.segment,

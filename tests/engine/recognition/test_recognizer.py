@@ -24,7 +24,7 @@ from engine.events import Caption, Word
 from engine.recognition.asr import DecodeOptions
 from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.recognition.shedding import Shed
-from engine.recognition.vad import WINDOW
+from engine.recognition.vad import WINDOW, NextSpeech
 from engine.workers import WorkerPool
 
 SCRIPT = [
@@ -141,6 +141,36 @@ async def test_drafts_then_finals_at_pauses() -> None:
     # The refine pass used the larger beam, drafts the greedy one.
     beams = {o.beam_size for o in transcriber.calls}
     assert beams == {1, 5}
+
+
+async def test_the_speech_after_a_final_is_told_as_the_vad_heard_it() -> None:
+    """Asked when a final comes out (as a stream does), :meth:`next_speech` says where the
+    speaker's next segment begins, or the earliest it can."""
+    recognizer, _ = make_recognizer()
+    audio = make_audio(9.0, [(2.6, 3.6), (5.4, 9.0)])
+    told: list[tuple[Caption, NextSpeech, float]] = []
+    hop = int(0.3 * SAMPLE_RATE)
+    for i in range(0, len(audio), hop):
+        recognizer.push(audio[i : i + hop])
+        for event in await recognizer.step():
+            if event.state == "final":
+                told.append((event, recognizer.next_speech(event.end), recognizer.received_until))
+    (first, after_first, at_first), (second, after_second, at_second) = told
+    lead_in = recognizer.config.lead_in_s
+    # Only silence after each final when it came out: the next segment begins no earlier
+    # than a lead-in before the end of the audio heard by then.
+    assert not after_first.heard and not after_second.heard
+    assert after_first.start == pytest.approx(max(first.end, at_first - lead_in), abs=0.04)
+    assert after_second.start == pytest.approx(max(second.end, at_second - lead_in), abs=0.04)
+    # Asked again once the speech came back (3.6 s), it begins a lead-in before it.
+    recognizer, _ = make_recognizer()
+    await feed(recognizer, make_audio(3.3), 0.3)
+    closed = recognizer.next_speech(2.7)
+    assert not closed.heard
+    recognizer.push(make_audio(4.2)[len(make_audio(3.3)) :])
+    await recognizer.step()
+    again = recognizer.next_speech(2.7)
+    assert again.heard and again.start == pytest.approx(3.6 - lead_in, abs=0.04)
 
 
 async def test_the_vad_and_the_finals_decodes_go_first_and_the_drafts_wait_their_turn() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.recognition.vad import WINDOW_SECONDS, SpeechTimeline
+from engine.recognition.vad import WINDOW_SECONDS, NextSpeech, SpeechTimeline
 
 
 def track(pattern: str) -> SpeechTimeline:
@@ -44,3 +44,26 @@ def test_a_pause_after_too_little_speech_must_be_long() -> None:
     assert speech.first_pause(0.0, at(3), min_speech=at(20)) == at(28)
     assert speech.first_pause(0.0, at(3), min_speech=at(40)) is None
     assert speech.first_pause(0.0, at(3), min_speech=at(40), long_silence=at(12)) == at(28)
+
+
+def test_the_next_speech_after_a_final_is_where_its_segment_would_begin() -> None:
+    speech = track("####..........####")
+    # Speech came back 10 windows after the final's end: its segment begins a lead-in of
+    # 2 windows before it.
+    assert speech.next_speech(at(4), at(2)) == NextSpeech(at(12), heard=True)
+    # Before it came (only the first 10 windows scored), it cannot begin before the lead-in
+    # before what was scored last.
+    early = track("####......")
+    assert early.next_speech(at(4), at(2)) == NextSpeech(at(8), heard=False)
+    # Never before the final's end, however short the pause.
+    assert track("####.####").next_speech(at(4), at(2)) == NextSpeech(at(4), heard=True)
+
+
+def test_speech_trimmed_away_after_a_final_still_counts_as_the_speaker_going_on() -> None:
+    speech = track("####....####......")
+    speech.trim_before(at(13))  # the segment after the final closed and its audio went
+    assert speech.next_speech(at(4), at(2)) == NextSpeech(at(4), heard=True)
+    # Silence trimmed away is still silence: what follows is measured from the final.
+    quiet = track("####..............")
+    quiet.trim_before(at(13))
+    assert quiet.next_speech(at(4), at(2)) == NextSpeech(at(16), heard=False)

@@ -17,6 +17,7 @@ import pytest
 
 from engine.events import Caption, ErrorEvent, Event, Speaker, Word
 from engine.recognition.asr import DecodeOptions
+from engine.recognition.vad import NextSpeech
 from engine.translation.backends import (
     PooledTranslator,
     TargetPlan,
@@ -626,6 +627,75 @@ async def test_a_speech_route_closes_a_marked_sentence_only_at_a_long_pause(
     await session.on_source(draft(3, "viel später"))  # begins 27 s after segment 2 ended
     await published.wait_for(lambda ev: len(published.captions("en", "final")) == 2)
     assert published.captions("en", "final")[1].sources == (2,)
+    await session.close()
+
+
+async def test_speech_heard_before_a_final_decides_whether_its_sentence_goes_on() -> None:
+    """With a slow refine the next segment's draft can come before the final (the German
+    FLEURS talk: "Die Höhle befindet sich auf der Spitze" was final after "eines der Berge"
+    was drafted, and the draft after that, two segments on, began 2 s after the final's end
+    and closed the sentence). What was heard after the final decides at once: contiguous
+    speech keeps the sentence open without a timer, speech after a long pause closes it."""
+    decoded: list[int] = []
+
+    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+        decoded.append(len(audio))
+        return "english."
+
+    published = Recorder()
+    rules = SentenceRules(close_at_mark=False, pause_s=0.3)
+    session = whisper_session(published, fake_whisper, TranslationConfig(speech_sentences=rules))
+    head = final(0, "Die Höhle befindet sich auf der Spitze")  # 0-3 s
+    middle = going_on(head, 1, "eines der Berge")  # 3-13 s
+    tail = going_on(middle, 2, "und ist völlig isoliert.")
+    await session.on_source(dataclasses.replace(draft(1, "eines"), start=head.end))
+    await session.on_source(head, np.zeros(16000, np.float32))
+    await session.on_source(dataclasses.replace(draft(2, "und ist"), start=middle.end))
+    await asyncio.sleep(0.6)  # longer than pause_s: no timer runs, the speaker went on
+    assert published.captions("en", "final") == []
+    await session.on_source(middle, np.zeros(16000, np.float32))
+    await session.on_source(tail, np.zeros(16000, np.float32))
+    await published.wait_for(lambda ev: bool(published.captions("en", "final")))
+    assert [c.sources for c in published.captions("en", "final")] == [(0, 1, 2)]
+    # Speech drafted before a final but begun long after its end: the sentence closes with
+    # that final, not after a pause.
+    alone = final(5, "Ein Satz ohne Ende")  # 50-53 s
+    await session.on_source(draft(6, "viel später"))  # begins at 60 s
+    await session.on_source(alone, np.zeros(16000, np.float32))
+    assert session.stats.sentences == 2  # at once
+    await published.wait_for(lambda ev: len(published.captions("en", "final")) == 2)
+    assert published.captions("en", "final")[1].sources == (5,)
+    assert len(decoded) == 2
+    await session.close()
+
+
+async def test_a_final_after_which_the_vad_heard_a_long_silence_closes_its_sentence() -> None:
+    """Nothing of the speaker followed a final for longer than the rules let a sentence go
+    on: the VAD knew it when the final was made, so the sentence closes with it, not after
+    ``pause_s`` more. A shorter silence so far decides nothing: the timer runs."""
+
+    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+        return "english."
+
+    published = Recorder()
+    rules = SentenceRules(close_at_mark=False, pause_s=60)  # no timer fires in this test
+    session = whisper_session(published, fake_whisper, TranslationConfig(speech_sentences=rules))
+    first = final(0, "Am Ende der Rede")  # ends at 3.0 s
+    short = NextSpeech(first.end + rules.resume_gap_s / 2, heard=False)
+    await session.on_source(first, np.zeros(16000, np.float32), after=short)
+    await asyncio.sleep(0.2)
+    assert session.stats.sentences == 0  # it may still go on
+    second = going_on(first, 1, "steht ein Punkt")  # 3-13 s
+    long = NextSpeech(second.end + 2 * rules.resume_gap_s, heard=False)
+    await session.on_source(second, np.zeros(16000, np.float32), after=long)
+    assert session.stats.sentences == 1  # at once
+    await published.wait_for(lambda ev: bool(published.captions("en", "final")))
+    assert [c.sources for c in published.captions("en", "final")] == [(0, 1)]
+    # Speech heard late after a final closes it too, before any draft of it.
+    third = final(2, "Noch ein Satz")
+    late = NextSpeech(third.end + 2 * rules.resume_gap_s, heard=True)
+    await session.on_source(third, np.zeros(16000, np.float32), after=late)
+    assert session.stats.sentences == 2
     await session.close()
 
 
