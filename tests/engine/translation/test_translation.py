@@ -184,6 +184,20 @@ def whisper_session(
     return session
 
 
+def pausing_session(rules: SentenceRules) -> tuple[Recorder, SessionTranslator, list[int]]:
+    """A :func:`whisper_session` whose sentences close by ``rules`` (speech routes); its
+    Whisper answers "english." and records how many samples each decode heard."""
+    decoded: list[int] = []
+
+    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+        decoded.append(len(audio))
+        return "english."
+
+    published = Recorder()
+    session = whisper_session(published, fake_whisper, TranslationConfig(speech_sentences=rules))
+    return published, session, decoded
+
+
 # -- pure parts ---------------------------------------------------------------------------
 
 
@@ -604,15 +618,7 @@ async def test_a_speech_route_closes_a_marked_sentence_only_at_a_long_pause(
     long inside a sentence: where Whisper-translate decodes the sentence's audio, a mark
     does not close it; a draft that shows the speaker going on keeps it open, and a pause
     closes it."""
-    heard: list[int] = []
-
-    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
-        heard.append(len(audio))
-        return "english."
-
-    published = Recorder()
-    rules = SentenceRules(close_at_mark=False, pause_s=0.3)
-    session = whisper_session(published, fake_whisper, TranslationConfig(speech_sentences=rules))
+    published, session, heard = pausing_session(SentenceRules(close_at_mark=False, pause_s=0.3))
     first = final(0, "Nachdem der Damm 1963 erbaut worden war.")
     await session.on_source(first, np.zeros(16000, np.float32))
     await session.on_source(dataclasses.replace(draft(1, "kamen die"), start=first.end))
@@ -636,15 +642,8 @@ async def test_speech_heard_before_a_final_decides_whether_its_sentence_goes_on(
     was drafted, and the draft after that, two segments on, began 2 s after the final's end
     and closed the sentence). What was heard after the final decides at once: contiguous
     speech keeps the sentence open without a timer, speech after a long pause closes it."""
-    decoded: list[int] = []
-
-    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
-        decoded.append(len(audio))
-        return "english."
-
-    published = Recorder()
     rules = SentenceRules(close_at_mark=False, pause_s=0.3)
-    session = whisper_session(published, fake_whisper, TranslationConfig(speech_sentences=rules))
+    published, session, decoded = pausing_session(rules)
     head = final(0, "Die Höhle befindet sich auf der Spitze")  # 0-3 s
     middle = going_on(head, 1, "eines der Berge")  # 3-13 s
     tail = going_on(middle, 2, "und ist völlig isoliert.")
@@ -673,13 +672,8 @@ async def test_a_final_after_which_the_vad_heard_a_long_silence_closes_its_sente
     """Nothing of the speaker followed a final for longer than the rules let a sentence go
     on: the VAD knew it when the final was made, so the sentence closes with it, not after
     ``pause_s`` more. A shorter silence so far decides nothing: the timer runs."""
-
-    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
-        return "english."
-
-    published = Recorder()
     rules = SentenceRules(close_at_mark=False, pause_s=60)  # no timer fires in this test
-    session = whisper_session(published, fake_whisper, TranslationConfig(speech_sentences=rules))
+    published, session, _ = pausing_session(rules)
     first = final(0, "Am Ende der Rede")  # ends at 3.0 s
     short = NextSpeech(first.end + rules.resume_gap_s / 2, heard=False)
     await session.on_source(first, np.zeros(16000, np.float32), after=short)
