@@ -188,9 +188,9 @@ class SpeechTimeline:
 
     def trim_before(self, time: float) -> None:
         drop = min(len(self._probs), max(0, self._index(time) - 1 - self._first))
-        hits = np.flatnonzero(self._probs[:drop] >= self.threshold)
-        if hits.size:
-            self._trimmed_speech_end = self._time(self._first + int(hits[-1]) + 1)
         if drop:
+            hits = np.flatnonzero(self._probs[:drop] >= self.threshold)
+            if hits.size:
+                self._trimmed_speech_end = self._time(self._first + int(hits[-1]) + 1)
             self._probs = self._probs[drop:]
             self._first += drop

@@ -404,17 +404,12 @@ class SessionTranslator:
                 self._want_draft(lane, _Draft(caption, now))
             return
         sentence = assembler.add(SourcePiece(caption, audio), whole=whole)
-        went_on = assembler.went_on(after) if sentence is None else None
-        if went_on is False:  # a long pause followed it
-            sentence = assembler.close()
         if sentence is not None:
             self._stop_pause(who)
             self._enqueue(sentence)
             return
-        if went_on:  # the speaker had gone on before this final came: no pause to time
-            self._stop_pause(who)
-        else:
-            self._restart_pause(who)
+        if not self._follow(who, assembler.went_on(after)):
+            return
         # The open sentence shows translated drafts of its refined source until its final.
         refined = Caption(
             segment=caption.segment,
@@ -463,12 +458,20 @@ class SessionTranslator:
         for this segment's final, however long its refine takes (its arrival restarts the
         pause if the sentence stays open); otherwise a long pause came first and the sentence
         closes now."""
-        if who not in self._pauses:
-            return
-        if self._sentences[who].goes_on(start):
+        if who in self._pauses:
+            self._follow(who, self._sentences[who].goes_on(start))
+
+    def _follow(self, who: str, went_on: bool | None) -> bool:
+        """What followed ``who``'s last final decides the open sentence: the speaker went on
+        (True: no pause to time, it waits for the next final), paused long (False: it closes
+        now) or not known yet (None: the pause is timed). Whether it is still open."""
+        if went_on is None:
+            self._restart_pause(who)
+        elif went_on:
             self._stop_pause(who)
         else:
             self._close_sentence(who)
+        return went_on is not False
 
     def _restart_pause(self, who: str) -> None:
         self._stop_pause(who)
