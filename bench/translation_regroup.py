@@ -7,7 +7,9 @@ audio is the same) and Whisper base translate
 offline, for each X->en talk:
 
 - **as live:** each translation final's source segments (their caption spans, joined), with
-  the previous final's text as the prompt, as the translation stage does;
+  the previous final's text as the prompt, as the translation stage does (a decode that
+  echoes it is made again without it: engine/translation/echoes.py);
+- **as live, no prompt:** the same sentences, each decoded without a prompt;
 - **grouped as the clips:** every source segment of a clip joined, no prompt (what perfect
   sentence grouping would decode);
 - **whole clips:** each clip's audio in the talk, no prompt.
@@ -46,13 +48,14 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
     from sacrebleu.metrics.chrf import CHRF
 
     from engine.translation.backends import whisper_translate
+    from engine.translation.echoes import echoes
     from engine.workers import WorkerPool
     from models.catalog import resolve_whisper
     from models.whisper import FasterWhisperTranscriber
 
     transcriber = FasterWhisperTranscriber(resolve_whisper("base"), cpu_threads=2)
     pool = WorkerPool("asr", threads=1, max_pending=4)
-    names = ("live", "as live", "grouped as the clips", "whole clips")
+    names = ("live", "as live", "as live, no prompt", "grouped as the clips", "whole clips")
     rows: dict[str, list[str]] = {name: [] for name in names}
     references: list[str] = []
     try:
@@ -76,7 +79,10 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
                 joined = np.concatenate([_slice(audio, c.start, c.end) for c in covered])
                 k = clip_of(covered[0].start, covered[-1].end, spans)
                 per_clip["live"][k].append(final.text)
-                per_clip["as live"][k].append(await translate(joined, prompt))
+                alone = await translate(joined, None)
+                again = await translate(joined, prompt) if prompt else alone
+                per_clip["as live"][k].append(alone if prompt and echoes(again, prompt) else again)
+                per_clip["as live, no prompt"][k].append(alone)
                 prompt = final.text
             by_clip: list[list[np.ndarray]] = [[] for _ in clips]
             for segment in sorted(source):

@@ -60,6 +60,7 @@ from engine.events import Caption, ErrorEvent, Event
 from engine.recognition.vad import NextSpeech
 from engine.revisions import Remake, changed_words
 from engine.translation.backends import PooledTranslator, TargetPlan, WhisperTranslate
+from engine.translation.echoes import echoes
 from engine.translation.sentences import Sentence, SentenceAssembler, SentenceRules, SourcePiece
 from engine.translation.text import Glossary, Terms, stabilise
 from engine.workers import Saturated
@@ -113,6 +114,9 @@ class TranslationStats:
     sentences: int = 0
     finals_translated: int = 0
     finals_degraded: int = 0
+    finals_echoed: int = 0
+    """Whisper-translate finals made again because the first decode echoed the previous
+    translation (engine/translation/echoes.py)."""
     finals_failed: int = 0
     finals_skipped: int = 0
     """Sentences a lane nobody read could not translate (no text backend): a gap."""
@@ -772,11 +776,15 @@ class SessionTranslator:
         terms = self._glossary.for_target(lane.target)
         hints = ", ".join([*(taught or ()), *([terms.hint()] if terms else [])])
         # Whisper conditions on its own earlier output: the previous English translation,
-        # cut so that the hints always fit.
+        # cut so that the hints always fit. A decode that writes it again, or a phrase of its
+        # own twice, is made again with the hints alone (engine/translation/echoes.py).
         room = max(0, self.config.context_chars - len(hints))
         previous = lane.previous_translation[-room:] if room else ""
         prompt = " ".join(p for p in (hints, previous) if p)
         text = await self._whisper(audio, prompt or None)
+        if previous and echoes(text, previous):
+            self.stats.finals_echoed += 1
+            text = await self._whisper(audio, hints or None)
         return terms.substitute(text) if terms else text
 
     async def _translate_text(

@@ -787,6 +787,44 @@ async def test_speech_route_translates_whole_sentences_while_someone_reads(
     await session.close()
 
 
+async def test_a_speech_route_translates_a_sentence_again_when_it_echoes_the_one_before(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    """A decode that writes the previous sentence's translation again in place of its own
+    audio is made again with the glossary's hints alone, and that decode is kept."""
+    prompts: list[str | None] = []
+    before = "Jean-Carlo lost control of his car and finished the race."
+
+    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+        prompts.append(prompt)
+        if len(audio) == 16000:
+            return before
+        if prompt and before in prompt:
+            return before  # the echo
+        return "Despite his advantage, he needed a tie-break."
+
+    route = TranslationRoute("fr", "en", None, Backend("whisper", "base"), "")
+    published = Recorder()
+    session = SessionTranslator(
+        "fr",
+        published,
+        {"en": TargetPlan(route, None, None)},
+        whisper_translate=fake_whisper,
+        glossary={"en": {"Potro": "Potro"}},
+    )
+    session.set_languages({"en"})
+    await session.on_source(final(0, "Jean-Carlo a perdu."), np.zeros(16000, np.float32))
+    await session.on_source(final(1, "Malgré son avance."), np.zeros(32000, np.float32))
+    await session.drain()
+    assert [c.text for c in published.captions("en", "final")] == [
+        before,
+        "Despite his advantage, he needed a tie-break.",
+    ]
+    assert prompts == ["Potro", f"Potro {before}", "Potro"]
+    assert session.stats.finals_echoed == 1
+    await session.close()
+
+
 async def test_a_speech_route_nobody_reads_uses_its_text_route(
     pools: Callable[[str], WorkerPool],
 ) -> None:
