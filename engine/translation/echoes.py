@@ -18,10 +18,12 @@ def _runs(text: str, span: int) -> list[tuple[str, ...]]:
     return [tuple(words[i : i + span]) for i in range(len(words) - span + 1)]
 
 
-def echoes(text: str, prompt: str | None, *, span: int = 5) -> bool:
+def echoes(text: str, prompt: str | None, *, span: int = 4) -> bool:
     """Whether ``text`` repeats ``span`` words in a row of ``prompt``, or repeats ``span``
     words in a row of its own that do not overlap their first saying (case and punctuation
-    aside)."""
+    aside). Four words catch a sentence said again with one word changed ("The sediments are
+    still being distributed in flows. The sediments are being distributed in flows."); a
+    false alarm costs only a decode without the previous translation."""
     runs = _runs(text, span)
     if prompt and set(runs) & set(_runs(prompt, span)):
         return True
