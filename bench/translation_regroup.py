@@ -7,8 +7,9 @@ audio is the same) and Whisper base translate
 offline, for each X->en talk:
 
 - **as live:** each translation final's source segments (their caption spans, joined), with
-  the previous final's text as the prompt, as the translation stage does (a decode that
-  echoes it is made again without it: engine/translation/echoes.py);
+  the previous final's text as the prompt, by the translation stage's own step
+  (:func:`engine.translation.prompted.translate_prompted`: a decode the prompt misled is
+  made again without it);
 - **as live, no prompt:** the same sentences, each decoded without a prompt;
 - **grouped as the clips:** every source segment of a clip joined, no prompt (what perfect
   sentence grouping would decode);
@@ -48,7 +49,7 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
     from sacrebleu.metrics.chrf import CHRF
 
     from engine.translation.backends import whisper_translate
-    from engine.translation.echoes import echoes
+    from engine.translation.prompted import translate_prompted
     from engine.workers import WorkerPool
     from models.catalog import resolve_whisper
     from models.whisper import FasterWhisperTranscriber
@@ -71,7 +72,7 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
             source = first_finals(sources(heard))
             translate = whisper_translate(transcriber, pool, lang)
             per_clip: dict[str, list[list[str]]] = {k: [[] for _ in clips] for k in rows}
-            prompt: str | None = None
+            previous = ""
             for final in first_finals(translated(heard, "en")).values():
                 covered = [source[s] for s in final.sources if s in source]
                 if not covered:
@@ -79,11 +80,10 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
                 joined = np.concatenate([_slice(audio, c.start, c.end) for c in covered])
                 k = clip_of(covered[0].start, covered[-1].end, spans)
                 per_clip["live"][k].append(final.text)
-                alone = await translate(joined, None)
-                again = await translate(joined, prompt) if prompt else alone
-                per_clip["as live"][k].append(alone if prompt and echoes(again, prompt) else again)
-                per_clip["as live, no prompt"][k].append(alone)
-                prompt = final.text
+                made = await translate_prompted(translate, joined, previous=previous)
+                per_clip["as live"][k].append(made.text)
+                per_clip["as live, no prompt"][k].append(await translate(joined, None))
+                previous = final.text
             by_clip: list[list[np.ndarray]] = [[] for _ in clips]
             for segment in sorted(source):
                 caption = source[segment]

@@ -73,20 +73,13 @@ def whisper_translate(
     *,
     beam_size: int = 5,
     max_tokens_per_second: float = 8.0,
-    min_words_per_second: float = 0.5,
-    short_after_s: float = 3.0,
 ) -> WhisperTranslate:
     """A :data:`WhisperTranslate` for speech in ``source`` with a multilingual Whisper model
     (``task="translate"``, beam 5, temperature 0: MODELS.md), run on ``pool`` (the ASR pool:
-    the model is the same one the session recognises with).
+    the model is the same one the session recognises with). One decode a call: what its
+    prompt holds, and when a prompt misled it, is :mod:`engine.translation.prompted`."""
 
-    A decode that heard the previous sentence's translation as its prompt sometimes stops
-    after a word or two of a long sentence (9.4 s of French came out "Jean-Carlo."). Past
-    ``short_after_s`` of audio, fewer than ``min_words_per_second`` words are taken for such
-    a stop: the sentence is decoded again without the prompt and the longer text is kept
-    (docs/metrics.md, "Sentences the speaker had not finished")."""
-
-    async def decode(audio: np.ndarray, prompt: str | None) -> str:
+    async def translate(audio: np.ndarray, prompt: str | None) -> str:
         seconds = len(audio) / 16000
         options = DecodeOptions(
             language=source,
@@ -103,15 +96,6 @@ def whisper_translate(
         # The token bound stops a loop; the guard cuts what it had written by then ("he had
         # to pass by a timebreak. 1 1 1 1 ...", a FLEURS clip).
         return join_words(guard_repetitions(words))
-
-    async def translate(audio: np.ndarray, prompt: str | None) -> str:
-        text = await decode(audio, prompt)
-        seconds = len(audio) / 16000
-        words = len(text.split())
-        if prompt and seconds >= short_after_s and words < min_words_per_second * seconds:
-            again = await decode(audio, None)
-            return again if len(again.split()) > words else text
-        return text
 
     return translate
 

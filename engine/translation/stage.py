@@ -60,7 +60,7 @@ from engine.events import Caption, ErrorEvent, Event
 from engine.recognition.vad import NextSpeech
 from engine.revisions import Remake, changed_words
 from engine.translation.backends import PooledTranslator, TargetPlan, WhisperTranslate
-from engine.translation.echoes import echoes
+from engine.translation.prompted import Misled, PromptRules, translate_prompted
 from engine.translation.sentences import Sentence, SentenceAssembler, SentenceRules, SourcePiece
 from engine.translation.text import Glossary, Terms, stabilise
 from engine.workers import Saturated
@@ -84,6 +84,11 @@ class TranslationConfig:
     change moved words already shown (docs/metrics.md, "Translation")."""
     degrade_backlog: int = 4
     context_chars: int = 200
+    """The most characters of the previous sentence's source text a text route hears as
+    context."""
+    prompt: PromptRules = field(default_factory=PromptRules)
+    """A speech route's prompt, and when its decode is made again
+    (engine/translation/prompted.py)."""
     sentences: SentenceRules = field(default_factory=SentenceRules)
     """Where sentences close when every route translates text."""
     speech_sentences: SentenceRules = field(
@@ -116,7 +121,9 @@ class TranslationStats:
     finals_degraded: int = 0
     finals_echoed: int = 0
     """Whisper-translate finals made again because the first decode echoed the previous
-    translation (engine/translation/echoes.py)."""
+    translation (engine/translation/prompted.py)."""
+    finals_stopped_short: int = 0
+    """Whisper-translate finals made again because the first decode stopped short."""
     finals_failed: int = 0
     finals_skipped: int = 0
     """Sentences a lane nobody read could not translate (no text backend): a gap."""
@@ -721,7 +728,7 @@ class SessionTranslator:
                     await self._publish(
                         ErrorEvent(f"translation into {lane.target} failed: {type(exc).__name__}")
                     )
-            lane.previous_translation = text[-self.config.context_chars :]
+            lane.previous_translation = text
         first = sentence.first
         return Caption(
             segment=first.segment,
@@ -775,16 +782,18 @@ class SessionTranslator:
         assert self._whisper is not None
         terms = self._glossary.for_target(lane.target)
         hints = ", ".join([*(taught or ()), *([terms.hint()] if terms else [])])
-        # Whisper conditions on its own earlier output: the previous English translation,
-        # cut so that the hints always fit. A decode that writes it again, or a phrase of its
-        # own twice, is made again with the hints alone (engine/translation/echoes.py).
-        room = max(0, self.config.context_chars - len(hints))
-        previous = lane.previous_translation[-room:] if room else ""
-        prompt = " ".join(p for p in (hints, previous) if p)
-        text = await self._whisper(audio, prompt or None)
-        if previous and echoes(text, previous):
+        made = await translate_prompted(
+            self._whisper,
+            audio,
+            hints=hints,
+            previous=lane.previous_translation,
+            rules=self.config.prompt,
+        )
+        if made.misled is Misled.ECHO:
             self.stats.finals_echoed += 1
-            text = await self._whisper(audio, hints or None)
+        elif made.misled is Misled.SHORT:
+            self.stats.finals_stopped_short += 1
+        text = made.text
         return terms.substitute(text) if terms else text
 
     async def _translate_text(

@@ -1051,35 +1051,6 @@ async def test_whisper_translate_cuts_a_decoder_loop() -> None:
     assert text == "He had to pass by a timebreak. 1"
 
 
-async def test_whisper_translate_decodes_a_sentence_cut_short_again_without_its_prompt() -> None:
-    """A long sentence that comes back as a word or two after a prompt is decoded again
-    without it; a short one, or one decoded without a prompt, is not."""
-
-    class StopsAfterPrompt:
-        name = "fake"
-        multilingual = True
-
-        def __init__(self) -> None:
-            self.prompts: list[str | None] = []
-
-        def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
-            self.prompts.append(options.prompt)
-            text = "Jean-Carlo." if options.prompt else "Jean-Carlo lost control of his car."
-            return [Word(f" {t}", 0.0, 0.1) for t in text.split()]
-
-    model = StopsAfterPrompt()
-    pool = WorkerPool("asr")
-    try:
-        translate = whisper_translate(model, pool, "fr")  # type: ignore[arg-type]
-        long = await translate(np.zeros(16000 * 9, dtype=np.float32), "The race began.")
-        short = await translate(np.zeros(16000 * 2, dtype=np.float32), "The race began.")
-    finally:
-        pool.shutdown()
-    assert long == "Jean-Carlo lost control of his car."
-    assert short == "Jean-Carlo."
-    assert model.prompts == ["The race began.", None, "The race began."]
-
-
 async def test_each_speaker_of_a_panel_has_a_sentence_of_their_own(
     pools: Callable[[str], WorkerPool],
 ) -> None:
