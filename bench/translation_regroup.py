@@ -82,7 +82,9 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
                 per_clip["live"][k].append(final.text)
                 made = await translate_prompted(translate, joined, previous=previous)
                 per_clip["as live"][k].append(made.text)
-                per_clip["as live, no prompt"][k].append(await translate(joined, None))
+                # A talk's first sentence already had no prompt: the same decode.
+                alone = await translate(joined, None) if previous else made.text
+                per_clip["as live, no prompt"][k].append(alone)
                 previous = final.text
             by_clip: list[list[np.ndarray]] = [[] for _ in clips]
             for segment in sorted(source):

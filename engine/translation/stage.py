@@ -122,8 +122,6 @@ class TranslationStats:
     finals_echoed: int = 0
     """Whisper-translate finals made again because the first decode echoed the previous
     translation (engine/translation/prompted.py)."""
-    finals_stopped_short: int = 0
-    """Whisper-translate finals made again because the first decode stopped short."""
     finals_failed: int = 0
     finals_skipped: int = 0
     """Sentences a lane nobody read could not translate (no text backend): a gap."""
@@ -791,8 +789,6 @@ class SessionTranslator:
         )
         if made.misled is Misled.ECHO:
             self.stats.finals_echoed += 1
-        elif made.misled is Misled.SHORT:
-            self.stats.finals_stopped_short += 1
         text = made.text
         return terms.substitute(text) if terms else text
 
