@@ -11,14 +11,16 @@ offline, for each X->en talk:
   (:func:`engine.translation.prompted.translate_prompted`: a decode the prompt misled is
   made again without it);
 - **as live, no prompt:** the same sentences, each decoded without a prompt;
+- **prompt of N characters** (``--prompt-chars N ...``): the same sentences by the same
+  step, with ``PromptRules.context_chars`` N, each prompted by its own previous decode;
 - **grouped as the clips:** every source segment of a clip joined, no prompt (what perfect
   sentence grouping would decode);
 - **whole clips:** each clip's audio in the talk, no prompt.
 
 Each is scored per clip as the bench scores the live finals (sacrebleu BLEU and chrF over
-the clips). "As live" should reproduce the live score (the decode is deterministic); the
-steps between the three rows are what grouping and the segments' audio cost
-(docs/metrics.md, "Marks inside a sentence").
+the clips), pooled and per talk. "As live" should reproduce the live score (the decode is
+deterministic); the steps between the rows are what the prompt, grouping and the segments'
+audio cost (docs/metrics.md, "Marks inside a sentence", "One step for a prompted decode").
 """
 
 from __future__ import annotations
@@ -44,21 +46,25 @@ def _slice(audio: np.ndarray, start: float, end: float) -> np.ndarray:
     return audio[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
 
 
-async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
+async def regroup(
+    results: Path, fleurs_dir: Path, prompt_chars: Sequence[int] = ()
+) -> dict[str, Any]:
     from sacrebleu.metrics.bleu import BLEU
     from sacrebleu.metrics.chrf import CHRF
 
     from engine.translation.backends import whisper_translate
-    from engine.translation.prompted import translate_prompted
+    from engine.translation.prompted import PromptRules, translate_prompted
     from engine.workers import WorkerPool
     from models.catalog import resolve_whisper
     from models.whisper import FasterWhisperTranscriber
 
     transcriber = FasterWhisperTranscriber(resolve_whisper("base"), cpu_threads=2)
     pool = WorkerPool("asr", threads=1, max_pending=4)
-    names = ("live", "as live", "as live, no prompt", "grouped as the clips", "whole clips")
-    rows: dict[str, list[str]] = {name: [] for name in names}
+    lengths = {f"prompt of {n} characters": PromptRules(context_chars=n) for n in prompt_chars}
+    names = ("live", "as live", "as live, no prompt", *lengths)
+    rows: dict[str, list[str]] = {n: [] for n in (*names, "grouped as the clips", "whole clips")}
     references: list[str] = []
+    talks: dict[str, dict[str, list[str]]] = {}
     try:
         for lang in INTO_ENGLISH:
             trace_path = results / "traces" / f"translation-fleurs-{lang}-talk.json"
@@ -73,6 +79,7 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
             translate = whisper_translate(transcriber, pool, lang)
             per_clip: dict[str, list[list[str]]] = {k: [[] for _ in clips] for k in rows}
             previous = ""
+            own = dict.fromkeys(lengths, "")
             for final in first_finals(translated(heard, "en")).values():
                 covered = [source[s] for s in final.sources if s in source]
                 if not covered:
@@ -86,6 +93,12 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
                 alone = await translate(joined, None) if previous else made.text
                 per_clip["as live, no prompt"][k].append(alone)
                 previous = final.text
+                for name, rules in lengths.items():
+                    made = await translate_prompted(
+                        translate, joined, previous=own[name], rules=rules
+                    )
+                    per_clip[name][k].append(made.text)
+                    own[name] = made.text
             by_clip: list[list[np.ndarray]] = [[] for _ in clips]
             for segment in sorted(source):
                 caption = source[segment]
@@ -97,9 +110,12 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
                     per_clip["grouped as the clips"][k].append(grouped)
                 whole = await translate(_slice(audio, span.start, span.end), None)
                 per_clip["whole clips"][k].append(whole)
+            talks[lang] = {"references": [c.references["en"] for c in clips]}
             for name in rows:
-                rows[name] += [" ".join(parts) for parts in per_clip[name]]
-            references += [c.references["en"] for c in clips]
+                texts = [" ".join(parts) for parts in per_clip[name]]
+                rows[name] += texts
+                talks[lang][name] = texts
+            references += talks[lang]["references"]
     finally:
         pool.shutdown()
     scores = {
@@ -109,7 +125,20 @@ async def regroup(results: Path, fleurs_dir: Path) -> dict[str, Any]:
         }
         for name, texts in rows.items()
     }
-    return {"results": str(results), "clips": len(references), "scores": scores}
+    per_talk = {
+        lang: {
+            name: CHRF().corpus_score(texts, [talk["references"]]).score
+            for name, texts in talk.items()
+            if name != "references"
+        }
+        for lang, talk in talks.items()
+    }
+    return {
+        "results": str(results),
+        "clips": len(references),
+        "scores": scores,
+        "chrf_per_talk": per_talk,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,12 +149,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--results", type=Path, default=RESULTS, help="the translation bench's --out folder"
     )
     parser.add_argument("--fleurs-dir", type=Path, default=FLEURS_DIR)
+    parser.add_argument(
+        "--prompt-chars",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="N",
+        help="also decode the sentences with prompts of at most N characters",
+    )
     args = parser.parse_args(argv)
-    report = asyncio.run(regroup(args.results, args.fleurs_dir))
+    report = asyncio.run(regroup(args.results, args.fleurs_dir, args.prompt_chars))
+    talks = list(report["chrf_per_talk"])
     print(f"X->en, {report['clips']} clips, traces of {report['results']}")
-    print("| decoded | BLEU | chrF |\n|---|---|---|")
+    print(
+        "| decoded | BLEU | chrF | "
+        + " | ".join(f"chrF {lang}" for lang in talks)
+        + " |\n|---|---|---|"
+        + "---|" * len(talks)
+    )
     for name, score in report["scores"].items():
-        print(f"| {name} | {score['bleu']:.1f} | {score['chrf']:.1f} |")
+        per_talk = " | ".join(f"{report['chrf_per_talk'][t][name]:.1f}" for t in talks)
+        print(f"| {name} | {score['bleu']:.1f} | {score['chrf']:.1f} | {per_talk} |")
     return 0
 
 
