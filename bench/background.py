@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from app.settings import Settings
+from bench.metrics import percentile
 from bench.recordings import EVAL_LONGFORM_EN, load_recording
 from bench.resources import machine_info
 from engine.audio import SAMPLE_RATE, decode_pcm16
@@ -48,11 +49,6 @@ class Sample:
     condition: str
     decode_s: tuple[float, ...]
     sentences_per_s: float
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 class _Synthesis:
@@ -124,7 +120,7 @@ def report(samples: Sequence[Sample]) -> list[str]:
         shown = "–" if condition == "alone" else f"{rate:.2f}"
         rows.append(
             f"| {condition} | {len(times)} | {statistics.median(times):.3f} "
-            f"| {_percentile(times, 0.95):.3f} | {shown} |"
+            f"| {percentile(times, 95):.3f} | {shown} |"
         )
     return rows
 

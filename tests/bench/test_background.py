@@ -24,8 +24,8 @@ def test_each_condition_pools_its_rounds_into_one_row() -> None:
         Sample("nice", (2.0,), 1.5),
     ]
     assert report(samples) == [
-        "| alone | 3 | 0.600 | 0.700 | – |",
-        "| nice | 4 | 1.050 | 2.000 | 1.00 |",
+        "| alone | 3 | 0.600 | 0.690 | – |",
+        "| nice | 4 | 1.050 | 1.865 | 1.00 |",
     ]
 
 
