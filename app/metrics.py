@@ -123,9 +123,17 @@ class LiveCollector(Collector):
             "Calls waiting or running per worker pool",
             labels=["pool"],
         )
+        load = GaugeMetricFamily(
+            "interp_worker_load",
+            "Calls in flight per thread of each worker pool, averaged over a few seconds "
+            "(engine/workers.py, Load: calls wait for threads as a rule near 1 and above)",
+            labels=["pool"],
+        )
         for pool in services.workers:
             pending.add_metric([pool.name], pool.pending)
+            load.add_metric([pool.name], pool.load())
         yield pending
+        yield load
         yield GaugeMetricFamily(
             "interp_listener_queue_depth",
             "Deepest listener queue",

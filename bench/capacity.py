@@ -122,6 +122,9 @@ class PresenterLag:
     server_lag_max_s: float | None = None
     error: str | None = None
     """Why the replay did not complete (the round then fails)."""
+    shed_share: float = 0.0
+    """Share of the replay (first chunk sent to ``ended``) during which its stream shed
+    something, from the ``shedding`` events it received (engine/recognition/shedding.py)."""
     natural_chunks: int = 0
     fast_chunks: int = 0
     """Audio chunks its speech listener received, by kind of voice (``--speech``)."""
@@ -137,6 +140,22 @@ class PresenterLag:
         )
 
 
+def shed_share(recorded: Replay) -> float:
+    """Share of the replay, from its first chunk sent to ``ended``, during which the
+    ``shedding`` events it received said a level above 0."""
+    began, ended = recorded.schedule.send_times[0], recorded.ended_at
+    level, since, shed = 0, began, 0.0
+    for r in recorded.received:
+        if r.message.get("type") != "shedding":
+            continue
+        if level > 0:
+            shed += r.arrival - since
+        level, since = int(r.message["level"]), r.arrival
+    if level > 0:
+        shed += ended - since
+    return shed / (ended - began) if ended > began else 0.0
+
+
 def measure_presenter(
     recording: Recording, recorded: Replay, speaker: str | None = None
 ) -> PresenterLag:
@@ -147,6 +166,7 @@ def measure_presenter(
         samples=tuple(lag_series(recorded.schedule, caption_ends(recorded, speaker))),
         end_lag_s=recorded.ended_at - recorded.schedule.send_times[-1],
         server_lag_max_s=server_lag_max(recorded),
+        shed_share=shed_share(recorded),
     )
 
 
@@ -345,6 +365,7 @@ def presenter_json(presenter: PresenterLag, limit_s: float) -> dict[str, Any]:
         "server_lag_max_s": presenter.server_lag_max_s,
         "passed": presenter.passed(limit_s),
         "error": presenter.error,
+        "shed_share": presenter.shed_share,
         "natural_chunks": presenter.natural_chunks,
         "fast_chunks": presenter.fast_chunks,
         "series": series_json(presenter.samples),
@@ -436,8 +457,8 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         "## Per presenter",
         "",
         "| presenters | recording | audio s | lag p50 / p95 / max s | end lag s "
-        "| speech chunks natural / fast | passed |",
-        "|---|---|---|---|---|---|---|",
+        "| shedding, share of the replay | speech chunks natural / fast | passed |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in report["rounds"]:
         for p in r["per_presenter"]:
@@ -446,7 +467,7 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
             lines.append(
                 f"| {r['presenters']} | {p['recording']} | {fixed(p['audio_s'], 1)} "
                 f"| {fixed(lag['p50'])} / {fixed(lag['p95'])} / {fixed(lag['max'])} "
-                f"| {fixed(p['end_lag_s'])} "
+                f"| {fixed(p['end_lag_s'])} | {fixed(p.get('shed_share', 0.0))} "
                 f"| {p.get('natural_chunks', 0)} / {p.get('fast_chunks', 0)} | {verdict} |"
             )
     lines += [

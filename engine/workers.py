@@ -14,6 +14,13 @@ starts a final's decode before the drafts queued before it: everything after a f
 sentence, its translation, its speech) waits for it (docs/metrics.md, "Panels / Finals
 first").
 
+Load: :meth:`WorkerPool.load` is how many calls a thread of the pool had in flight (running
+or waiting for it), on average over the last ``load_window_s`` seconds (an exponential
+average, so it needs no history). Near 1 and above, calls wait for threads as a rule, not by
+chance. ``/metrics`` reports it per pool (``interp_worker_load``); docs/metrics.md,
+"Capacity / The pool's load, and shedding by it (tried, not kept)", measured what one, two
+and three presenters put on the ``asr`` pool.
+
 Priority between pools: a pool made ``below`` the rest (:class:`Below`) with ``nice`` > 0
 lowers its threads' scheduling priority (Linux keeps a nice value per thread, so only that
 pool's threads, and any thread they start, such as onnxruntime's, run below the rest of the
@@ -31,6 +38,7 @@ import contextvars
 import functools
 import heapq
 import itertools
+import math
 import os
 import sys
 import time
@@ -81,6 +89,7 @@ class WorkerPool:
         max_pending: int = 64,
         below: Below = Below(),
         on_call: Callable[[str, float], None] | None = None,
+        load_window_s: float = 5.0,
     ) -> None:
         self.name = name
         self._on_call = on_call
@@ -97,12 +106,30 @@ class WorkerPool:
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         """Calls waiting for a thread: a heap of (priority, arrival, their turn)."""
         self._arrivals = itertools.count()
+        self._load_window_s = load_window_s
+        self._in_flight = 0.0
+        """Calls in flight, averaged exponentially over ``load_window_s`` up to ``_since``."""
+        self._since = time.monotonic()
         self.busy_seconds = 0.0
         self.calls = 0
 
     @property
     def pending(self) -> int:
         return self._pending
+
+    def load(self) -> float:
+        """Calls in flight per thread, on average over the last ``load_window_s`` seconds
+        (module docstring, "Load")."""
+        self._average()
+        return self._in_flight / self._threads
+
+    def _average(self) -> None:
+        """Bring the average up to now, the count of calls in flight having been
+        ``_pending`` since ``_since``: call it before ``_pending`` changes."""
+        now = time.monotonic()
+        kept = math.exp(-(now - self._since) / self._load_window_s)
+        self._in_flight = self._pending + (self._in_flight - self._pending) * kept
+        self._since = now
 
     async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``fn`` in a thread of this pool once the calls before it have started."""
@@ -115,6 +142,7 @@ class WorkerPool:
     async def _call(self, priority: Priority, fn: Callable[[], T]) -> T:
         if self._pending >= self.max_pending:
             raise Saturated(f"{self.name}: {self._pending} calls already waiting")
+        self._average()
         self._pending += 1
         try:
             await self._turn(priority)
@@ -126,6 +154,7 @@ class WorkerPool:
             running.add_done_callback(lambda _: self._freed(loop))
             return await asyncio.wrap_future(running)
         finally:
+            self._average()
             self._pending -= 1
 
     async def _turn(self, priority: Priority) -> None:

@@ -176,6 +176,7 @@ async def test_metrics_expose_the_named_series_after_a_session(server: ServerPro
         "interp_listeners ",
         "interp_lag_seconds ",
         'interp_worker_queue_depth{pool="asr"}',
+        'interp_worker_load{pool="asr"}',
         "interp_listener_queue_depth ",
         'interp_dropped_drafts_total{where="listener_queue"}',
         'interp_captions_total{kind="source",state="final"}',
@@ -187,3 +188,8 @@ async def test_metrics_expose_the_named_series_after_a_session(server: ServerPro
         if line.startswith('interp_caption_latency_seconds_count{kind="source",state="final"}')
     )
     assert float(final_count.split()[-1]) >= 1
+    # A session just streamed through the asr pool: its load is still above nothing.
+    asr_load = next(
+        line for line in text.splitlines() if line.startswith('interp_worker_load{pool="asr"}')
+    )
+    assert float(asr_load.split()[-1]) > 0

@@ -19,6 +19,7 @@ from bench.capacity import (
     lag_series,
     presenter_recordings,
     server_lag_max,
+    shed_share,
     write_report,
 )
 from bench.metrics import SendSchedule
@@ -65,6 +66,18 @@ def message_replay(messages: list[dict[str, Any]]) -> Replay:
         binary_messages=0,
         server_cpu_seconds=None,
     )
+
+
+def test_shed_share_is_the_time_the_shedding_events_said_a_level_above_zero() -> None:
+    # Sent from 10.1 s, ended at 13.5 s; message k arrives at 10.5 + 0.1 k s.
+    filler: dict[str, Any] = {"type": "caption", "source": True, "end": 0.0}
+    messages = [filler] * 30
+    messages[0] = {"type": "shedding", "level": 1, "shed": ["context"]}
+    messages[10] = {"type": "shedding", "level": 0, "shed": []}
+    messages[20] = {"type": "shedding", "level": 2, "shed": ["context", "refine beam"]}
+    # Shed from 10.5 to 11.5 s and from 12.5 s to the end: 2 s of 3.4.
+    assert shed_share(message_replay(messages)) == pytest.approx(2.0 / 3.4)
+    assert shed_share(message_replay([filler] * 5)) == 0.0
 
 
 def test_caption_ends_take_source_captions_only() -> None:
@@ -171,6 +184,7 @@ PRESENTER_KEYS = {
     "server_lag_max_s",
     "passed",
     "error",
+    "shed_share",
     "natural_chunks",
     "fast_chunks",
     "series",
@@ -204,6 +218,7 @@ def test_capacity_one_presenter_real_round(server: ServerProcess, tmp_path: Path
     assert one["recording"] == recording and one["audio_s"] == pytest.approx(seconds)
     assert one["error"] is None
     assert one["natural_chunks"] == one["fast_chunks"] == 0  # no --speech: nothing spoken
+    assert 0.0 <= one["shed_share"] <= 1.0
 
     series = one["series"]
     assert len(series) == one["lag_s"]["count"] >= 2

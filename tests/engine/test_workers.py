@@ -138,3 +138,22 @@ async def test_a_cancelled_caller_keeps_its_thread_until_the_call_returns_there(
     release.set()
     await asyncio.wait_for(asyncio.gather(draft, refine), 5)
     assert order == ["refine", "draft"]  # both waited in line for it, in their order
+
+
+async def test_load_is_the_calls_in_flight_per_thread_averaged_over_its_window() -> None:
+    pool = WorkerPool("load", threads=2, load_window_s=0.2)
+    try:
+        assert pool.load() == 0.0
+        gate = threading.Event()
+        # Four calls on two threads, held for five windows: two run, two wait.
+        calls = [asyncio.ensure_future(pool.run(gate.wait, 5.0)) for _ in range(4)]
+        await asyncio.sleep(1.0)
+        crowded = pool.load()
+        assert 1.9 < crowded <= 2.0
+        gate.set()
+        await asyncio.gather(*calls)
+        await asyncio.sleep(1.0)
+        # Five windows with nothing in flight: the average has all but forgotten them.
+        assert pool.load() < 0.02
+    finally:
+        pool.shutdown()
