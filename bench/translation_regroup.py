@@ -64,7 +64,7 @@ async def regroup(
     names = ("live", "as live", "as live, no prompt", *lengths)
     rows: dict[str, list[str]] = {n: [] for n in (*names, "grouped as the clips", "whole clips")}
     references: list[str] = []
-    talks: dict[str, dict[str, list[str]]] = {}
+    chrf_per_talk: dict[str, dict[str, float]] = {}
     try:
         for lang in INTO_ENGLISH:
             trace_path = results / "traces" / f"translation-fleurs-{lang}-talk.json"
@@ -94,11 +94,11 @@ async def regroup(
                 per_clip["as live, no prompt"][k].append(alone)
                 previous = final.text
                 for name, rules in lengths.items():
-                    made = await translate_prompted(
+                    shorter = await translate_prompted(
                         translate, joined, previous=own[name], rules=rules
                     )
-                    per_clip[name][k].append(made.text)
-                    own[name] = made.text
+                    per_clip[name][k].append(shorter.text)
+                    own[name] = shorter.text
             by_clip: list[list[np.ndarray]] = [[] for _ in clips]
             for segment in sorted(source):
                 caption = source[segment]
@@ -110,12 +110,13 @@ async def regroup(
                     per_clip["grouped as the clips"][k].append(grouped)
                 whole = await translate(_slice(audio, span.start, span.end), None)
                 per_clip["whole clips"][k].append(whole)
-            talks[lang] = {"references": [c.references["en"] for c in clips]}
+            talk_references = [c.references["en"] for c in clips]
+            chrf_per_talk[lang] = {}
             for name in rows:
                 texts = [" ".join(parts) for parts in per_clip[name]]
                 rows[name] += texts
-                talks[lang][name] = texts
-            references += talks[lang]["references"]
+                chrf_per_talk[lang][name] = CHRF().corpus_score(texts, [talk_references]).score
+            references += talk_references
     finally:
         pool.shutdown()
     scores = {
@@ -125,19 +126,11 @@ async def regroup(
         }
         for name, texts in rows.items()
     }
-    per_talk = {
-        lang: {
-            name: CHRF().corpus_score(texts, [talk["references"]]).score
-            for name, texts in talk.items()
-            if name != "references"
-        }
-        for lang, talk in talks.items()
-    }
     return {
         "results": str(results),
         "clips": len(references),
         "scores": scores,
-        "chrf_per_talk": per_talk,
+        "chrf_per_talk": chrf_per_talk,
     }
 
 
