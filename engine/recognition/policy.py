@@ -35,7 +35,12 @@ def ends_sentence(word: Word) -> bool:
 
 
 def guard_repetitions(
-    words: Sequence[Word], max_ngram: int = 8, *, spoken_copies: int = 4, recovery: int = 3
+    words: Sequence[Word],
+    max_ngram: int = 8,
+    *,
+    spoken_copies: int = 4,
+    recovery: int = 3,
+    echo: int = 4,
 ) -> list[Word]:
     """Cut a decoder loop: keep one copy of an n-gram that repeats back to back.
 
@@ -44,8 +49,16 @@ def guard_repetitions(
     a looping decoder rarely recovers within the same window. A run of at most
     ``spoken_copies`` copies that ``recovery`` other words follow is no loop: the speaker said
     it ("words, words, words, and that's all"), and the decoder went on past it.
-    """
+
+    A phrase of any length whose copies run on to the end of the decode, the last one cut
+    short, is a loop too once they repeat ``echo`` words and more than half the phrase: the
+    decoder went round until its token budget stopped it (a 24-word sentence, then its
+    first 19 words again, in a short window without context; docs/metrics.md, "Capacity /
+    Shedding context and decoder loops")."""
     keys = [word_key(w.text) for w in words]
+    looped = _looped_to_end(keys, echo)
+    if looped < len(keys):
+        words, keys = words[:looped], keys[:looped]
     i = 0
     while i < len(keys):
         resume = i + 1
@@ -68,6 +81,24 @@ def guard_repetitions(
             return list(words[: i + n])
         i = resume
     return list(words)
+
+
+def _looped_to_end(keys: Sequence[str], echo: int) -> int:
+    """How many words to keep: where the earliest run that repeats an earlier phrase up to
+    the end of ``keys`` (``echo`` words or more, and over half the phrase) begins, else all
+    of them. A shorter echo of a long phrase is a speaker starting it again at a pause."""
+    end = len(keys)
+    keep = end
+    for period in range(1, (end - echo) + 1):
+        start = end
+        while start - period > 0 and keys[start - 1] == keys[start - 1 - period]:
+            start -= 1
+        # keys[start:] repeats the ``period`` words before it; a blank key (punctuation) is
+        # no word to repeat.
+        repeated = end - start
+        if repeated >= echo and 2 * repeated > period and all(keys[start - period : start]):
+            keep = min(keep, start)
+    return keep
 
 
 def guard_text(text: str, max_chars: int) -> str:

@@ -99,6 +99,28 @@ def test_repetition_guard_keeps_a_repetition_the_decoder_went_on_from() -> None:
     assert texts(guard_repetitions(looped)) == "very very very good and then we go"
 
 
+def test_repetition_guard_cuts_a_long_loop_that_its_budget_stopped() -> None:
+    # tiny.en in the short window without context, on the monologue: a sentence longer than
+    # any n-gram the guard looks for, then its start again until the token budget ran out.
+    sentence = (
+        "the library is completely open source and it would mean a lot to me if you could "
+        "support it by giving a star on GitHub"
+    )
+    echo = "the library is completely open source and it would mean a lot to me if you could"
+    looped = words(f"{sentence} {echo}")
+    assert texts(guard_repetitions(looped)) == sentence
+    twice = words(f"bigger {sentence} {sentence} the library is")
+    assert texts(guard_repetitions(twice)) == f"bigger {sentence}"
+    # A phrase said again, then other words, is speech; so is a short echo at the end.
+    assert texts(guard_repetitions(words(f"{sentence} {sentence} and more"))) == (
+        f"{sentence} {sentence} and more"
+    )
+    said = "so what we found in the end is that so what we found"
+    assert texts(guard_repetitions(words(said))) == said
+    restart = words(f"{sentence} the library is completely open source")
+    assert texts(guard_repetitions(restart)) == f"{sentence} the library is completely open source"
+
+
 def test_repetition_guard_keeps_ordinary_text() -> None:
     text = "from fairest creatures we desire increase that thereby beauty's rose might never die"
     assert texts(guard_repetitions(words(text))) == text
