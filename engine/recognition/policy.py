@@ -54,7 +54,7 @@ def guard_repetitions(
     short, is a loop too once they repeat ``echo`` words and more than half the phrase: the
     decoder went round until its token budget stopped it (a 24-word sentence, then its
     first 19 words again, in a short window without context; docs/metrics.md, "Capacity /
-    Shedding context and decoder loops")."""
+    Long decoder loops cut")."""
     keys = [word_key(w.text) for w in words]
     looped = _looped_to_end(keys, echo)
     if looped < len(keys):
