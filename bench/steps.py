@@ -44,32 +44,41 @@ from models.whisper import FasterWhisperTranscriber
 
 
 class TimedTranscriber:
-    """The transcriber, with the wall time of each full-window decode (the finals') kept
-    apart for decodes that hear context (a prefix) and those that do not."""
+    """The transcriber, with the wall time of each final's decode (a refine: in the full
+    window, or with a beam where context is shed to the short window; drafts are greedy in
+    the short window) kept apart by window and by whether it heard context (a prefix)."""
+
+    KINDS = (
+        ("full window with context", True, True),
+        ("full window without", True, False),
+        ("short window with context", False, True),
+        ("short window without", False, False),
+    )
 
     def __init__(self, inner: Transcriber) -> None:
         self.inner = inner
         self.name = inner.name
         self.multilingual = inner.multilingual
-        self.finals: dict[bool, list[float]] = {True: [], False: []}
+        self.finals: dict[tuple[bool, bool], list[float]] = {
+            (full, context): [] for _, full, context in self.KINDS
+        }
 
     def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
         began = time.perf_counter()
         words = self.inner.transcribe(audio, options)
-        if options.full_window:
-            self.finals[bool(options.prefix)].append(time.perf_counter() - began)
+        if options.full_window or options.beam_size > 1:
+            key = (options.full_window, bool(options.prefix))
+            self.finals[key].append(time.perf_counter() - began)
         return words
 
     def report(self) -> str:
-        """``full-window decodes: with context N, p50 / p95 s; without ...``."""
+        """``finals' decodes, p50 / p95: full window with context N, p50 / p95 s; ...``."""
         parts = [
             f"{label} {len(times)}, {_p50_p95(times)} s" if times else f"{label} 0"
-            for label, times in (
-                ("with context", self.finals[True]),
-                ("without", self.finals[False]),
-            )
+            for label, full, context in self.KINDS
+            if (times := self.finals[(full, context)]) or full
         ]
-        return "full-window decodes (finals), p50 / p95: " + "; ".join(parts)
+        return "finals' decodes, p50 / p95: " + "; ".join(parts)
 
 
 def config_with(overrides: Sequence[str]) -> RecognizerConfig:

@@ -38,17 +38,21 @@ class Echo:
         return [Word(" hi", 0.0, 0.1)]
 
 
-def test_final_decodes_are_timed_apart_with_and_without_context() -> None:
+def test_final_decodes_are_timed_apart_by_window_and_context() -> None:
     timed = TimedTranscriber(Echo())
     for options in (
-        DecodeOptions(full_window=True, prefix="before"),
-        DecodeOptions(full_window=True),
-        DecodeOptions(full_window=True),
-        DecodeOptions(),  # a draft: not a final's decode
+        DecodeOptions(full_window=True, prefix="before", beam_size=5),
+        DecodeOptions(full_window=True, beam_size=5),
+        DecodeOptions(full_window=True, beam_size=5),
+        DecodeOptions(prefix="before", beam_size=5),  # a shed final's decode
+        DecodeOptions(prefix="before", word_timestamps=False),  # a draft: not a final's
     ):
         assert timed.transcribe(np.zeros(160, np.float32), options) == [Word(" hi", 0.0, 0.1)]
-    assert [len(timed.finals[True]), len(timed.finals[False])] == [1, 2]
-    assert "with context 1," in timed.report() and "without 2," in timed.report()
+    counts = {key: len(times) for key, times in timed.finals.items()}
+    assert counts == {(True, True): 1, (True, False): 2, (False, True): 1, (False, False): 0}
+    report = timed.report()
+    assert "full window with context 1," in report and "full window without 2," in report
+    assert "short window with context 1," in report and "short window without" not in report
 
 
 def test_captions_are_dated_by_the_audio_heard() -> None:
