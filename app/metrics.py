@@ -129,11 +129,19 @@ class LiveCollector(Collector):
             "(engine/workers.py, Load: calls wait for threads as a rule near 1 and above)",
             labels=["pool"],
         )
+        tenants = GaugeMetricFamily(
+            "interp_worker_tenants",
+            "Streams holding each worker pool (engine/workers.py, Tenants: more than its "
+            "threads and the streams shed context)",
+            labels=["pool"],
+        )
         for pool in services.workers:
             pending.add_metric([pool.name], pool.pending)
             load.add_metric([pool.name], pool.load())
+            tenants.add_metric([pool.name], pool.tenants)
         yield pending
         yield load
+        yield tenants
         yield GaugeMetricFamily(
             "interp_listener_queue_depth",
             "Deepest listener queue",

@@ -413,6 +413,7 @@ class Session:
             translators=self.translators,
             observer=self.observer,
             on_closed=self._stream_closed,
+            tenancy=self._ports.recognition.pool.tenancy,
             label=functools.partial(self.label, speaker.id),
             speaker_id=speaker.id,
         )
@@ -441,6 +442,7 @@ class Session:
             context=self.contexts.get((speaker_id, language), ""),
             terms=recognition_hint(self._terms),
             run_first=recognition.pool.run_first,
+            crowded=recognition.pool.crowded,
         )
 
     def _detecting_recognizer(

@@ -13,6 +13,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
@@ -98,11 +99,13 @@ class PresenterStream:
         translators: Mapping[str, SessionTranslator],
         observer: Observer,
         on_closed: Callable[[PresenterStream], None],
+        tenancy: Callable[[], AbstractContextManager[object]],
         label: Callable[[], Speaker | None] = lambda: None,
         speaker_id: str = "presenter",
     ) -> None:
         """``label``: who the stream's captions name (asked at each caption: a speaker
-        added to the session makes it a panel)."""
+        added to the session makes it a panel). ``tenancy``: held while the stream runs, so
+        the recognition pool counts it (:meth:`engine.workers.WorkerPool.tenancy`)."""
         self.code = code
         self.speaker_id = speaker_id
         self._label = label
@@ -112,6 +115,7 @@ class PresenterStream:
         self._translators = translators
         self._observer = observer
         self._on_closed = on_closed
+        self._tenancy = tenancy
         self._resampler = StreamResampler(sample_rate, SAMPLE_RATE)
         self._wake = asyncio.Event()
         self._stopping = False
@@ -164,14 +168,15 @@ class PresenterStream:
 
     async def _run(self) -> None:
         try:
-            while True:
-                await self._beside_finals(self._wake.wait())
-                self._wake.clear()
-                if self._stopping:
-                    await self._publish(self.recognizer.finish())
-                    return
-                if self.recognizer.backlog > 0:
-                    await self._publish(self._beside_finals(self.recognizer.step()))
+            with self._tenancy():
+                while True:
+                    await self._beside_finals(self._wake.wait())
+                    self._wake.clear()
+                    if self._stopping:
+                        await self._publish(self.recognizer.finish())
+                        return
+                    if self.recognizer.backlog > 0:
+                        await self._publish(self._beside_finals(self.recognizer.step()))
         finally:
             self.finished = True
             self._on_closed(self)

@@ -21,6 +21,12 @@ chance. ``/metrics`` reports it per pool (``interp_worker_load``); docs/metrics.
 "Capacity / The pool's load, and shedding by it (tried, not kept)", measured what one, two
 and three presenters put on the ``asr`` pool.
 
+Tenants: a caller that will call a pool for as long as it runs (a presenter's stream on the
+``asr`` pool) holds a :meth:`WorkerPool.tenancy` meanwhile. With more tenants than threads
+the pool is :meth:`WorkerPool.crowded`: its tenants' calls will wait for each other as a
+rule, which a recogniser answers by shedding its dearest step before it falls behind
+(engine/recognition/shedding.py).
+
 Priority between pools: a pool made ``below`` the rest (:class:`Below`) with ``nice`` > 0
 lowers its threads' scheduling priority (Linux keeps a nice value per thread, so only that
 pool's threads, and any thread they start, such as onnxruntime's, run below the rest of the
@@ -34,6 +40,7 @@ quarter; an idle one not measurably). Speech synthesis runs so, below recognitio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import heapq
@@ -42,7 +49,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import IntEnum
@@ -110,12 +117,31 @@ class WorkerPool:
         self._in_flight = 0.0
         """Calls in flight, averaged exponentially over ``load_window_s`` up to ``_since``."""
         self._since = time.monotonic()
+        self._tenants = 0
         self.busy_seconds = 0.0
         self.calls = 0
 
     @property
     def pending(self) -> int:
         return self._pending
+
+    @property
+    def tenants(self) -> int:
+        return self._tenants
+
+    @contextlib.contextmanager
+    def tenancy(self) -> Iterator[None]:
+        """Count the caller as a tenant of the pool while the block runs (module
+        docstring, "Tenants")."""
+        self._tenants += 1
+        try:
+            yield
+        finally:
+            self._tenants -= 1
+
+    def crowded(self) -> bool:
+        """Whether the pool has more tenants than threads."""
+        return self._tenants > self._threads
 
     def load(self) -> float:
         """Calls in flight per thread, on average over the last ``load_window_s`` seconds

@@ -152,6 +152,9 @@ class RecognizerConfig:
     the context too, until one comes out in half the time: the finals' decodes are what
     the cores cannot keep up with (docs/metrics.md, "Panels / Cheaper finals when they
     come late")."""
+    shed_when_crowded: bool = True
+    """Shed the context while the recognition pool is crowded (more streams than threads;
+    engine/recognition/shedding.py), not only once this stream falls behind."""
     shed_context_s: float = 6.0
     """While context is shed, a refine decodes in the short window and hears the finals
     that began up to this long before its segment: at a third of the full window's cost,
@@ -241,18 +244,21 @@ class StreamingRecognizer:
         context: str = "",
         terms: str = "",
         run_first: RunInThread | None = None,
+        crowded: Callable[[], bool] = lambda: False,
     ) -> None:
         """``terms``: the session's terms as hint text (engine/terms.py), given to every
         decode, drafts and finals; :meth:`set_terms` replaces it while the stream runs.
         ``run_first``: how the VAD and a final's decode reach a model, ahead of the drafts
         waiting for it (:meth:`engine.workers.WorkerPool.run_first`; ``run`` if not
         given): the pause that closes a segment and its final are what the rest waits
-        for."""
+        for. ``crowded``: whether the pool ``run`` calls into has more streams than threads
+        (:meth:`engine.workers.WorkerPool.crowded`; never, if not given)."""
         self.config = config or RecognizerConfig()
         self._transcriber = transcriber
         self._vad = vad
         self._run = run
         self._run_first = run_first or run
+        self._crowded = crowded
         self._next_segment = next_segment
         self._buffer = AudioBuffer(start_time)
         self._speech = SpeechTimeline(self._buffer.origin, self.config.speech_threshold)
@@ -342,7 +348,13 @@ class StreamingRecognizer:
         """Process all audio that has arrived; return the captions it produced."""
         now = self._buffer.end
         backlog = now - max(self.processed_until, self._handed_until)
-        self.shed = next_level(self.shed, backlog, self._shedding, self._final_lateness)
+        self.shed = next_level(
+            self.shed,
+            backlog,
+            self._shedding,
+            self._final_lateness,
+            crowded=self.config.shed_when_crowded and self._crowded(),
+        )
         await self._score(now)
         events: list[Caption] = self._release_held()
         events.extend(await self._refined(wait=0.0))

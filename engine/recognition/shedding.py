@@ -9,7 +9,10 @@ stream near a threshold does not flicker between levels):
    finals before them, not Whisper's full 30 s window with 15 s of them. Also shed while the
    finals come out late though the backlog is small (two speakers of a panel, each stream's
    drafts keeping up while its refines wait for the cores), until a final comes out in half
-   that time;
+   that time; and while the recognition pool is crowded (more streams than threads,
+   :meth:`engine.workers.WorkerPool.crowded`), from the first step: by the time the backlog
+   of a third presenter on two threads shows, its captions are already too late
+   (docs/metrics.md, "Capacity / Context shed while the pool is crowded");
 2. ``BEAM``: finals decode greedily instead of with the refine beam;
 3. ``DRAFTS``: drafts are skipped while behind (finals never are).
 
@@ -50,10 +53,16 @@ class SheddingRules:
 
 
 def next_level(
-    current: Shed, backlog: float, rules: SheddingRules, final_lateness: float = 0.0
+    current: Shed,
+    backlog: float,
+    rules: SheddingRules,
+    final_lateness: float = 0.0,
+    *,
+    crowded: bool = False,
 ) -> Shed:
     """The level for a step that begins ``backlog`` seconds behind, from ``current``, when
-    the last final came out ``final_lateness`` seconds after its cut."""
+    the last final came out ``final_lateness`` seconds after its cut; ``crowded``: the
+    recognition pool has more streams than threads (context is shed while it has)."""
     level = current
     while level < Shed.DRAFTS and backlog > rules.threshold(Shed(level + 1)):
         level = Shed(level + 1)
@@ -61,7 +70,7 @@ def next_level(
         level = Shed(level - 1)
     late = final_lateness > rules.late_final_s
     still_late = current >= Shed.CONTEXT and final_lateness >= rules.late_final_s / 2
-    if level < Shed.CONTEXT and (late or still_late):
+    if level < Shed.CONTEXT and (late or still_late or crowded):
         level = Shed.CONTEXT
     return level
 

@@ -177,6 +177,7 @@ async def test_metrics_expose_the_named_series_after_a_session(server: ServerPro
         "interp_lag_seconds ",
         'interp_worker_queue_depth{pool="asr"}',
         'interp_worker_load{pool="asr"}',
+        'interp_worker_tenants{pool="asr"}',
         "interp_listener_queue_depth ",
         'interp_dropped_drafts_total{where="listener_queue"}',
         'interp_captions_total{kind="source",state="final"}',
@@ -193,3 +194,5 @@ async def test_metrics_expose_the_named_series_after_a_session(server: ServerPro
         line for line in text.splitlines() if line.startswith('interp_worker_load{pool="asr"}')
     )
     assert float(asr_load.split()[-1]) > 0
+    # Its stream has ended: it holds the pool no more.
+    assert 'interp_worker_tenants{pool="asr"} 0.0' in text.splitlines()

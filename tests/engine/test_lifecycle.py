@@ -274,6 +274,37 @@ async def test_a_panels_speakers_each_count_and_a_server_behind_takes_no_more(
         await presentation.release()
 
 
+async def test_streams_beyond_the_pools_threads_shed_context_while_they_share_it(
+    engine: Engine,
+) -> None:
+    engine.presenting.max_live_streams = 2
+    (asr,) = [pool for pool in engine.workers if pool.name == "asr"]  # one thread
+    panel, token = await engine.registry.create("Panel", "en", ())
+    _, bo_token = await panel.add_speaker("Bo", "en")
+
+    async def spoken(*presentations: Presentation) -> None:
+        for _ in range(3):  # a little at a time: never a backlog to shed for
+            for presentation in presentations:
+                feed(presentation, speech(0.1, pause=0.0))
+            await asyncio.sleep(0.1)
+
+    first = await engine.presenting.start(panel, StartRequest(token, 16000))
+    await spoken(first)
+    assert asr.tenants == 1 and first.stream.recognizer.shed is Shed.NONE
+    second = await engine.presenting.start(panel, StartRequest(bo_token, 16000))
+    await spoken(first, second)
+    assert asr.tenants == 2
+    assert first.stream.recognizer.shed is Shed.CONTEXT
+    assert second.stream.recognizer.shed is Shed.CONTEXT
+    await second.stop()
+    await second.release()
+    await spoken(first)
+    assert asr.tenants == 1 and first.stream.recognizer.shed is Shed.NONE
+    await first.stop()
+    await first.release()
+    assert asr.tenants == 0
+
+
 async def test_bad_audio_is_refused_and_the_stream_still_finalises(engine: Engine) -> None:
     session, token = await engine.registry.create("Talk", "en", ())
     presentation = await engine.presenting.start(session, StartRequest(token, 16000))

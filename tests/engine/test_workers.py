@@ -157,3 +157,20 @@ async def test_load_is_the_calls_in_flight_per_thread_averaged_over_its_window()
         assert pool.load() < 0.02
     finally:
         pool.shutdown()
+
+
+def test_a_pool_with_more_tenants_than_threads_is_crowded() -> None:
+    pool = WorkerPool("tenants", threads=2)
+    try:
+        with pool.tenancy(), pool.tenancy():
+            assert pool.tenants == 2 and not pool.crowded()
+            with pool.tenancy():
+                assert pool.crowded()
+            assert not pool.crowded()
+        with pytest.raises(RuntimeError), pool.tenancy(), pool.tenancy(), pool.tenancy():
+            assert pool.crowded()
+            raise RuntimeError("a stream that failed")
+        # A tenant that ended by an error left too.
+        assert pool.tenants == 0 and not pool.crowded()
+    finally:
+        pool.shutdown()

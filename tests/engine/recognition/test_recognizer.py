@@ -381,6 +381,43 @@ async def test_a_step_far_behind_decodes_its_finals_in_the_short_window_with_les
     assert all(o.prefix is None for o in transcriber.calls)
 
 
+def crowded_recognizer(
+    crowd: list[bool], **config: Any
+) -> tuple[StreamingRecognizer, FakeTranscriber]:
+    counter = itertools.count()
+    transcriber = FakeTranscriber()
+    recognizer = StreamingRecognizer(
+        transcriber,
+        FakeVad(),  # type: ignore[arg-type]
+        run_inline,
+        lambda: next(counter),
+        RecognizerConfig(**config),
+        crowded=lambda: crowd[0],
+    )
+    return recognizer, transcriber
+
+
+async def test_a_crowded_pool_sheds_the_context_from_the_first_step() -> None:
+    crowd = [True]
+    recognizer, transcriber = crowded_recognizer(crowd, shed_context_s=4.0)
+    audio = make_audio(7.0)
+    # Steps of 0.3 s never fall behind, yet the final decodes in the short window.
+    events = await feed(recognizer, audio[: 5 * SAMPLE_RATE], 0.3)
+    assert finals(events) == ["Hello there my friends."]
+    assert recognizer.shed == Shed.CONTEXT
+    crowd[0] = False  # the other streams ended
+    events = await feed(recognizer, audio[5 * SAMPLE_RATE :], 0.3)
+    assert finals(events) == ["This is a test."]
+    assert recognizer.shed == Shed.NONE
+    windows = [o.full_window for o in transcriber.calls if o.beam_size == 5]
+    assert windows[0] is False and windows[-1] is True
+    # Switched off, a crowd sheds nothing.
+    recognizer, transcriber = crowded_recognizer([True], shed_when_crowded=False)
+    await feed(recognizer, audio, 0.3)
+    assert recognizer.shed == Shed.NONE
+    assert all(o.full_window for o in transcriber.calls if o.beam_size == 5)
+
+
 async def test_finals_that_come_late_shed_the_context_until_one_comes_in_half_the_time() -> None:
     async with slow_refines(context_late_final_s=1.0, refine_wait_s=0.0) as (
         recognizer,

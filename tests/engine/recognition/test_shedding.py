@@ -34,3 +34,12 @@ def test_late_finals_shed_the_context_until_one_comes_in_half_the_time() -> None
     assert trace == [0, 1, 1, 1, 0, 0]
     # Lateness never lowers what the backlog sheds.
     assert next_level(Shed.BEAM, 1.6, rules, 0.0) is Shed.BEAM
+
+
+def test_a_crowded_pool_sheds_the_context_and_nothing_more() -> None:
+    assert next_level(Shed.NONE, 0.0, RULES, crowded=True) is Shed.CONTEXT
+    # The backlog still sheds the levels after it, and brings them back to it.
+    assert next_level(Shed.CONTEXT, 1.7, RULES, crowded=True) is Shed.BEAM
+    assert next_level(Shed.BEAM, 0.1, RULES, crowded=True) is Shed.CONTEXT
+    # Once the crowd has gone, the context comes back at the next step.
+    assert next_level(Shed.CONTEXT, 0.0, RULES, crowded=False) is Shed.NONE
