@@ -102,7 +102,9 @@ async def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
-def make_recognizer(**config: Any) -> tuple[StreamingRecognizer, FakeTranscriber]:
+def make_recognizer(
+    crowded: Callable[[], bool] = lambda: False, **config: Any
+) -> tuple[StreamingRecognizer, FakeTranscriber]:
     counter = itertools.count()
     transcriber = FakeTranscriber()
     recognizer = StreamingRecognizer(
@@ -111,6 +113,7 @@ def make_recognizer(**config: Any) -> tuple[StreamingRecognizer, FakeTranscriber
         run_inline,
         lambda: next(counter),
         RecognizerConfig(**config),
+        crowded=crowded,
     )
     return recognizer, transcriber
 
@@ -381,25 +384,9 @@ async def test_a_step_far_behind_decodes_its_finals_in_the_short_window_with_les
     assert all(o.prefix is None for o in transcriber.calls)
 
 
-def crowded_recognizer(
-    crowd: list[bool], **config: Any
-) -> tuple[StreamingRecognizer, FakeTranscriber]:
-    counter = itertools.count()
-    transcriber = FakeTranscriber()
-    recognizer = StreamingRecognizer(
-        transcriber,
-        FakeVad(),  # type: ignore[arg-type]
-        run_inline,
-        lambda: next(counter),
-        RecognizerConfig(**config),
-        crowded=lambda: crowd[0],
-    )
-    return recognizer, transcriber
-
-
 async def test_a_crowded_pool_sheds_the_context_from_the_first_step() -> None:
     crowd = [True]
-    recognizer, transcriber = crowded_recognizer(crowd, shed_context_s=4.0)
+    recognizer, transcriber = make_recognizer(lambda: crowd[0], shed_context_s=4.0)
     audio = make_audio(7.0)
     # Steps of 0.3 s never fall behind, yet the final decodes in the short window.
     events = await feed(recognizer, audio[: 5 * SAMPLE_RATE], 0.3)
@@ -412,7 +399,7 @@ async def test_a_crowded_pool_sheds_the_context_from_the_first_step() -> None:
     windows = [o.full_window for o in transcriber.calls if o.beam_size == 5]
     assert windows[0] is False and windows[-1] is True
     # Switched off, a crowd sheds nothing.
-    recognizer, transcriber = crowded_recognizer([True], shed_when_crowded=False)
+    recognizer, transcriber = make_recognizer(lambda: True, shed_when_crowded=False)
     await feed(recognizer, audio, 0.3)
     assert recognizer.shed == Shed.NONE
     assert all(o.full_window for o in transcriber.calls if o.beam_size == 5)
