@@ -170,6 +170,17 @@ async def test_another_nodes_state_change_is_fed_to_this_node(nodes: list[RedisH
         await asyncio.wait_for(anext(changes), 0.5)
 
 
+async def stop_heartbeating(hub: RedisHub) -> None:
+    """Stop ``hub``'s tasks, as a killed process would stop. One cancellation is sometimes
+    lost (about 1 in 100 under load, Python 3.11 and redis-py 8.1: the audience task was
+    seen waiting again, still "cancelling"), so it is asked for again until they end."""
+    async with asyncio.timeout(5):
+        while not all(task.done() for task in hub._tasks):
+            for task in hub._tasks:
+                task.cancel()
+            await asyncio.sleep(0.05)
+
+
 async def test_a_dead_nodes_audience_expires(redis_server: RedisServer) -> None:
     config = RedisHubConfig(heartbeat_s=0.1, block_ms=100, stale_s=0.5)
     a, b = RedisHub(redis_server.url, config=config), RedisHub(redis_server.url, config=config)
@@ -180,8 +191,7 @@ async def test_a_dead_nodes_audience_expires(redis_server: RedisServer) -> None:
         b.open(CODE)
         b.subscribe(CODE, frozenset({"es"}))
         await eventually(lambda: a.listener_count(CODE) == 1)
-        for task in b._tasks:  # b stops heartbeating, as a killed process would
-            task.cancel()
+        await stop_heartbeating(b)
         await eventually(lambda: a.listener_count(CODE) == 0, within=5)
         assert a.wanted_languages(CODE) == frozenset()
     finally:
