@@ -116,9 +116,10 @@ class ErrorEvent:
 
 @dataclass(frozen=True, slots=True)
 class Shedding:
-    """A presenter stream fell behind and sheds work (engine/recognition/shedding.py):
-    ``level`` 0 (nothing shed) to 3, ``shed`` names what, in order. Published on a change;
-    the console shows "reduced accuracy" while the level is above 0."""
+    """A presenter stream sheds work (engine/recognition/shedding.py): it fell behind, or
+    the recognition pool has more streams than threads. ``level`` 0 (nothing shed) to 3,
+    ``shed`` names what, in order. Published on a change; the console shows "reduced
+    accuracy" while the level is above 0."""
 
     level: int
     shed: tuple[str, ...] = ()
