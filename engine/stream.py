@@ -169,17 +169,21 @@ class PresenterStream:
     async def _run(self) -> None:
         try:
             with self._tenancy():
-                while True:
-                    await self._beside_finals(self._wake.wait())
-                    self._wake.clear()
-                    if self._stopping:
-                        await self._publish(self.recognizer.finish())
-                        return
-                    if self.recognizer.backlog > 0:
-                        await self._publish(self._beside_finals(self.recognizer.step()))
+                await self._steps()
         finally:
             self.finished = True
             self._on_closed(self)
+
+    async def _steps(self) -> None:
+        """Step the recogniser as audio arrives; finish it once the stream stops."""
+        while True:
+            await self._beside_finals(self._wake.wait())
+            self._wake.clear()
+            if self._stopping:
+                await self._publish(self.recognizer.finish())
+                return
+            if self.recognizer.backlog > 0:
+                await self._publish(self._beside_finals(self.recognizer.step()))
 
     async def _beside_finals(self, work: Awaitable[T]) -> T:
         """Await ``work``, publishing each final whose refine finishes meanwhile."""

@@ -35,20 +35,14 @@ async def listen_close(url: str) -> tuple[int | None, str]:
         return ws.close_code, ws.close_reason or ""
 
 
-async def first_event(url: str) -> dict[str, Any]:
-    async with websockets.connect(url) as ws:
-        event: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 5))
-        return event
-
-
-async def first_caption(url: str) -> dict[str, Any]:
-    """The first caption the listener socket sends (its backfill comes in ``seq`` order, so
-    the state announced before the caption was published may come first)."""
+async def first_event(url: str, kind: str | None = None) -> dict[str, Any]:
+    """The first event the listener socket sends, or the first of type ``kind`` (the
+    backfill comes in ``seq`` order, so a state announced before a caption comes first)."""
     async with websockets.connect(url) as ws:
         async with asyncio.timeout(5):
             while True:
                 event: dict[str, Any] = json.loads(await ws.recv())
-                if event["type"] == "caption":
+                if kind is None or event["type"] == kind:
                     return event
 
 
@@ -162,7 +156,8 @@ async def test_a_private_session_opens_only_with_a_token(tmp_path: Path) -> None
         assert old.status_code == 401
         new = await http("POST", f"{url}/api/sessions/{code}/join", json={"passcode": "rose 77"})
         assert new.status_code == 200
-        assert (await first_caption(ws_url(url, code, token=mine)))["text"] == "Secret plans."
+        caption = await first_event(ws_url(url, code, token=mine), "caption")
+        assert caption["text"] == "Secret plans."
         assert (await http("GET", f"{transcript}?token={mine}")).status_code == 200
 
 
