@@ -301,6 +301,10 @@ class StreamingRecognizer:
         """The segment closed last, while its refine runs."""
         self._refine_done = asyncio.Event()
         """Set when a closed segment's refine finishes (:meth:`refined_finals`)."""
+        self._ready: list[Caption] = []
+        """Captions made and not given out yet, in the order made. A step can hold a final
+        across its draft's decode while :meth:`refined_finals` gives out the next one: both
+        give out everything ready, so finals come out in segment order."""
 
     @property
     def received_until(self) -> float:
@@ -356,13 +360,14 @@ class StreamingRecognizer:
             crowded=self.config.shed_when_crowded and self._crowded(),
         )
         await self._score(now)
-        events: list[Caption] = self._release_held()
-        events.extend(await self._refined(wait=0.0))
+        ready = self._ready
+        ready.extend(self._release_held())
+        ready.extend(await self._refined(wait=0.0))
         self._skip_silence()
         # One segment closes per pause, in order, however much audio this step covers.
         while (cut := self._find_cut(now)) is not None:
-            events.extend(await self._close(cut, self._segment.agreement.words()))
-        events.extend(await self._refined(wait=self.config.refine_wait_s))
+            ready.extend(await self._close(cut, self._segment.agreement.words()))
+        ready.extend(await self._refined(wait=self.config.refine_wait_s))
         seg = self._segment
         span = self._speech.speech_span(seg.start)
         if span is None:
@@ -370,7 +375,7 @@ class StreamingRecognizer:
             seg.start = max(seg.start, now - self.config.lead_in_s)
             self._trim(seg.start)
         elif draft and self._pause_began(seg, span, now, backlog):
-            events.extend(await self._refined(wait=None))  # done: the early decode's context
+            ready.extend(await self._refined(wait=None))  # done: the early decode's context
             await self._decode_early(span[1], now)
         elif (
             not draft
@@ -384,31 +389,39 @@ class StreamingRecognizer:
         ):
             self.skipped_drafts += 1
         else:
-            events.extend(await self._draft(now, span[1]))
-        events.extend(await self._refined(wait=0.0))
+            ready.extend(await self._draft(now, span[1]))
+        ready.extend(await self._refined(wait=0.0))
         self.processed_until = now
-        return events
+        return self._take_ready()
 
     async def refined_finals(self) -> list[Caption]:
         """Wait until the refine of the segment closed last is done; return its final, with
-        any held final it releases. A stream awaits this beside its steps, so a final comes
-        out when its refine finishes rather than when the step then decoding a draft does
-        (docs/metrics.md, "Panels / Finals as their refine finishes"). Cancelling it while it
-        waits changes nothing."""
+        any held final it releases and every caption a step made before it and has not
+        given out yet. A stream awaits this beside its steps, so a final comes out when its
+        refine finishes rather than when the step then decoding a draft does (docs/metrics.md,
+        "Panels / Finals as their refine finishes"). Cancelling it while it waits changes
+        nothing."""
         while True:
             await self._refine_done.wait()
             self._refine_done.clear()
-            events = await self._refined(wait=0.0)  # done: takes no turn of the loop
-            if events:
-                return events
+            self._ready.extend(await self._refined(wait=0.0))  # done: takes no turn of the loop
+            if self._ready:
+                return self._take_ready()
+
+    def _take_ready(self) -> list[Caption]:
+        """The captions ready to give out (the list a running step appends to stays)."""
+        ready = list(self._ready)
+        self._ready.clear()
+        return ready
 
     async def finish(self) -> list[Caption]:
         """The stream ended: finalise everything said."""
         now = self._buffer.end
-        events = await self.step(draft=False)
+        ready = self._ready
+        ready.extend(await self.step(draft=False))
         seg = self._segment
         if self._speech.speech_span(seg.start) is not None or seg.agreement.words():
-            events.extend(
+            ready.extend(
                 await self._close(
                     now,
                     seg.agreement.words(),
@@ -417,12 +430,12 @@ class StreamingRecognizer:
                     ended=True,
                 )
             )
-        events.extend(await self._refined(wait=None))
+        ready.extend(await self._refined(wait=None))
         if self._held is not None:  # the stream ended in its pause: it ends a sentence
             held, self._held = self._held, None
-            events.append(self._settle(held, sentence_end=ends_sentence(held.caption.text)))
+            ready.append(self._settle(held, sentence_end=ends_sentence(held.caption.text)))
         self.processed_until = now
-        return events
+        return self._take_ready()
 
     async def _score(self, now: float) -> None:
         audio = self._buffer.slice(self._scored_until, now)

@@ -294,6 +294,75 @@ async def test_a_final_taken_by_refined_finals_is_not_given_again_by_the_step() 
         assert finals(events) == ["Hello there my friends.", "This is a test."]
 
 
+class SlowDraftsAfter(SlowRefines):
+    """Refines wait for ``gate``; draft decodes (beam 1) of audio that begins at or after
+    ``after`` seconds wait for ``draft_gate``."""
+
+    def __init__(self, after: float) -> None:
+        super().__init__()
+        self.after = after
+        self.draft_gate = threading.Event()
+        self.draft_waiting = threading.Event()
+
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+        if options.beam_size == 1 and abs(float(audio[0])) * 1000.0 >= self.after:
+            self.draft_waiting.set()
+            assert self.draft_gate.wait(10)
+        return super().transcribe(audio, options)
+
+
+async def test_finals_come_out_in_segment_order_when_a_refine_finishes_during_a_draft() -> None:
+    """A step takes the first sentence's final (its refine was slow), closes the second
+    sentence, then decodes a slow draft of the speech after it. The second sentence's
+    refine finishes meanwhile: ``refined_finals`` must not give its final ahead of the
+    first one, which the step still holds (a stream publishes each as it comes)."""
+    transcriber = SlowDraftsAfter(after=6.0)
+    pool = WorkerPool("asr", threads=2, max_pending=8)
+    counter = itertools.count()
+    recognizer = StreamingRecognizer(
+        transcriber,
+        FakeVad(),  # type: ignore[arg-type]
+        pool.run,
+        lambda: next(counter),
+        RecognizerConfig(refine_wait_s=0.0, early_finals=False),
+    )
+    published: list[Caption] = []
+
+    async def beside(work: asyncio.Future[list[Caption]]) -> None:
+        """Await ``work`` as a stream does, publishing finals as their refines finish."""
+        while not work.done():
+            ready = asyncio.ensure_future(recognizer.refined_finals())
+            await asyncio.wait({work, ready}, return_when=asyncio.FIRST_COMPLETED)
+            if ready.done():
+                published.extend(ready.result())
+            else:
+                ready.cancel()
+        published.extend(work.result())
+
+    try:
+        # Speech again after the second sentence's pause: a third segment to draft.
+        audio = make_audio(8.0, [(2.6, 3.6), (5.4, 6.6)])
+        split = int(5.2 * SAMPLE_RATE)
+        published += await feed(recognizer, audio[:split], 0.3)
+        assert finals(published) == []  # the first sentence's refine waits for the gate
+        recognizer.push(audio[split:])  # closes the second sentence, then drafts the third
+        step = asyncio.ensure_future(recognizer.step())
+        stepping = asyncio.ensure_future(beside(step))
+        await asyncio.sleep(0.1)
+        transcriber.gate.set()
+        assert await asyncio.to_thread(transcriber.draft_waiting.wait, 5)
+        await asyncio.sleep(0.2)  # the second sentence's refine finishes meanwhile
+        transcriber.draft_gate.set()
+        await asyncio.wait_for(stepping, 5)
+        published += await recognizer.finish()
+        assert finals(published) == ["Hello there my friends.", "This is a test."]
+        assert [e.segment for e in published if e.state == "final"] == [0, 1]
+    finally:
+        transcriber.gate.set()
+        transcriber.draft_gate.set()
+        pool.shutdown()
+
+
 @pytest.mark.parametrize("held_from", [2.7, 3.0])
 async def test_a_late_step_begins_the_next_segment_a_lead_in_before_its_speech(
     held_from: float,
