@@ -299,12 +299,13 @@ class StreamingRecognizer:
         self._held: _Final | None = None
         self._closing: _Closing | None = None
         """The segment closed last, while its refine runs."""
-        self._refine_done = asyncio.Event()
-        """Set when a closed segment's refine finishes (:meth:`refined_finals`)."""
+        self._final_due = asyncio.Event()
+        """Set when a closed segment's refine finishes, or a step has a final ready
+        (:meth:`refined_finals`)."""
         self._ready: list[Caption] = []
-        """Captions made and not given out yet, in the order made. A step can hold a final
-        across its draft's decode while :meth:`refined_finals` gives out the next one: both
-        give out everything ready, so finals come out in segment order."""
+        """Captions made and not given out yet, in the order made. A step and
+        :meth:`refined_finals` both give out everything ready, so finals come out in segment
+        order, and a final a step took comes out before the step's draft is decoded."""
 
     @property
     def received_until(self) -> float:
@@ -360,14 +361,13 @@ class StreamingRecognizer:
             crowded=self.config.shed_when_crowded and self._crowded(),
         )
         await self._score(now)
-        ready = self._ready
-        ready.extend(self._release_held())
-        ready.extend(await self._refined(wait=0.0))
+        self._give(self._release_held())
+        self._give(await self._refined(wait=0.0))
         self._skip_silence()
         # One segment closes per pause, in order, however much audio this step covers.
         while (cut := self._find_cut(now)) is not None:
-            ready.extend(await self._close(cut, self._segment.agreement.words()))
-        ready.extend(await self._refined(wait=self.config.refine_wait_s))
+            self._give(await self._close(cut, self._segment.agreement.words()))
+        self._give(await self._refined(wait=self.config.refine_wait_s))
         seg = self._segment
         span = self._speech.speech_span(seg.start)
         if span is None:
@@ -375,7 +375,7 @@ class StreamingRecognizer:
             seg.start = max(seg.start, now - self.config.lead_in_s)
             self._trim(seg.start)
         elif draft and self._pause_began(seg, span, now, backlog):
-            ready.extend(await self._refined(wait=None))  # done: the early decode's context
+            self._give(await self._refined(wait=None))  # done: the early decode's context
             await self._decode_early(span[1], now)
         elif (
             not draft
@@ -389,24 +389,32 @@ class StreamingRecognizer:
         ):
             self.skipped_drafts += 1
         else:
-            ready.extend(await self._draft(now, span[1]))
-        ready.extend(await self._refined(wait=0.0))
+            self._give(await self._draft(now, span[1]))
+        self._give(await self._refined(wait=0.0))
         self.processed_until = now
         return self._take_ready()
 
     async def refined_finals(self) -> list[Caption]:
-        """Wait until the refine of the segment closed last is done; return its final, with
-        any held final it releases and every caption a step made before it and has not
-        given out yet. A stream awaits this beside its steps, so a final comes out when its
-        refine finishes rather than when the step then decoding a draft does (docs/metrics.md,
-        "Panels / Finals as their refine finishes"). Cancelling it while it waits changes
-        nothing."""
+        """Wait until a final is due: the refine of the segment closed last is done, or a
+        running step has taken a final. Return it, with any held final it releases and
+        every caption made before it and not given out yet. A stream awaits this beside its
+        steps, so a final comes out when it is made rather than when the step then decoding
+        a draft returns (docs/metrics.md, "Panels / Finals as their refine finishes").
+        Cancelling it while it waits changes nothing."""
         while True:
-            await self._refine_done.wait()
-            self._refine_done.clear()
+            await self._final_due.wait()
+            self._final_due.clear()
             self._ready.extend(await self._refined(wait=0.0))  # done: takes no turn of the loop
             if self._ready:
                 return self._take_ready()
+
+    def _give(self, captions: list[Caption]) -> None:
+        """Queue ``captions`` to give out. A final among them wakes :meth:`refined_finals`:
+        a final the step took (one its close waited for, or a held one it released) comes
+        out then, not after the draft the step decodes next."""
+        self._ready.extend(captions)
+        if any(c.is_final for c in captions):
+            self._final_due.set()
 
     def _take_ready(self) -> list[Caption]:
         """The captions ready to give out (the list a running step appends to stays)."""
@@ -417,11 +425,10 @@ class StreamingRecognizer:
     async def finish(self) -> list[Caption]:
         """The stream ended: finalise everything said."""
         now = self._buffer.end
-        ready = self._ready
-        ready.extend(await self.step(draft=False))
+        self._give(await self.step(draft=False))
         seg = self._segment
         if self._speech.speech_span(seg.start) is not None or seg.agreement.words():
-            ready.extend(
+            self._give(
                 await self._close(
                     now,
                     seg.agreement.words(),
@@ -430,10 +437,10 @@ class StreamingRecognizer:
                     ended=True,
                 )
             )
-        ready.extend(await self._refined(wait=None))
+        self._give(await self._refined(wait=None))
         if self._held is not None:  # the stream ended in its pause: it ends a sentence
             held, self._held = self._held, None
-            ready.append(self._settle(held, sentence_end=ends_sentence(held.caption.text)))
+            self._give([self._settle(held, sentence_end=ends_sentence(held.caption.text))])
         self.processed_until = now
         return self._take_ready()
 
@@ -647,7 +654,7 @@ class StreamingRecognizer:
             closing.refine = self._early_decode(cut) or asyncio.ensure_future(
                 self._refine_decode(seg, cut, pad=pad, full_window=full_window)
             )
-            closing.refine.add_done_callback(lambda _: self._refine_done.set())
+            closing.refine.add_done_callback(lambda _: self._final_due.set())
         self._closing = closing
         self._segment = _Segment(cut)
         self._skip_silence()

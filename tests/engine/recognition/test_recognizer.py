@@ -294,42 +294,60 @@ async def test_a_final_taken_by_refined_finals_is_not_given_again_by_the_step() 
         assert finals(events) == ["Hello there my friends.", "This is a test."]
 
 
-class SlowDraftsAfter(SlowRefines):
-    """Refines wait for ``gate``; draft decodes (beam 1) of audio that begins at or after
-    ``after`` seconds wait for ``draft_gate``."""
+class GatedDecodes(FakeTranscriber):
+    """Each refine (the larger beam) waits for a permit of ``refines``; draft decodes of
+    audio that begins at or after ``after`` seconds wait for ``draft_gate``."""
 
     def __init__(self, after: float) -> None:
         super().__init__()
         self.after = after
+        self.refines = threading.Semaphore(0)
         self.draft_gate = threading.Event()
         self.draft_waiting = threading.Event()
 
     def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
-        if options.beam_size == 1 and abs(float(audio[0])) * 1000.0 >= self.after:
+        if options.beam_size > 1:
+            assert self.refines.acquire(timeout=10)
+        elif abs(float(audio[0])) * 1000.0 >= self.after:
             self.draft_waiting.set()
             assert self.draft_gate.wait(10)
         return super().transcribe(audio, options)
 
+    def open(self) -> None:
+        self.refines.release(100)
+        self.draft_gate.set()
 
-async def test_finals_come_out_in_segment_order_when_a_refine_finishes_during_a_draft() -> None:
+
+@pytest.mark.parametrize("second_refine_done", [True, False])
+async def test_finals_come_out_in_order_and_before_the_draft_a_step_decodes(
+    second_refine_done: bool,
+) -> None:
     """A step takes the first sentence's final (its refine was slow), closes the second
-    sentence, then decodes a slow draft of the speech after it. The second sentence's
-    refine finishes meanwhile: ``refined_finals`` must not give its final ahead of the
-    first one, which the step still holds (a stream publishes each as it comes)."""
-    transcriber = SlowDraftsAfter(after=6.0)
-    pool = WorkerPool("asr", threads=2, max_pending=8)
+    sentence, then decodes a slow draft of the speech after it. The first final comes out
+    while that draft decodes, not when the step returns; and if the second sentence's
+    refine finishes meanwhile, ``refined_finals`` does not give its final ahead of the first
+    (a stream publishes each as it comes)."""
+    transcriber = GatedDecodes(after=6.0)
+    pool = WorkerPool("asr", threads=3, max_pending=8)
     counter = itertools.count()
     recognizer = StreamingRecognizer(
         transcriber,
         FakeVad(),  # type: ignore[arg-type]
         pool.run,
         lambda: next(counter),
-        RecognizerConfig(refine_wait_s=0.0, early_finals=False),
+        # Nothing shed for the seconds the step is behind: the refines stay gated.
+        RecognizerConfig(
+            refine_wait_s=0.0,
+            early_finals=False,
+            context_max_backlog_s=99.0,
+            beam_backlog_s=99.0,
+            max_backlog_s=99.0,
+        ),
     )
     published: list[Caption] = []
 
     async def beside(work: asyncio.Future[list[Caption]]) -> None:
-        """Await ``work`` as a stream does, publishing finals as their refines finish."""
+        """Await ``work`` as a stream does, publishing finals as they are made."""
         while not work.done():
             ready = asyncio.ensure_future(recognizer.refined_finals())
             await asyncio.wait({work, ready}, return_when=asyncio.FIRST_COMPLETED)
@@ -344,22 +362,59 @@ async def test_finals_come_out_in_segment_order_when_a_refine_finishes_during_a_
         audio = make_audio(8.0, [(2.6, 3.6), (5.4, 6.6)])
         split = int(5.2 * SAMPLE_RATE)
         published += await feed(recognizer, audio[:split], 0.3)
-        assert finals(published) == []  # the first sentence's refine waits for the gate
+        assert finals(published) == []  # the first sentence's refine waits for a permit
         recognizer.push(audio[split:])  # closes the second sentence, then drafts the third
-        step = asyncio.ensure_future(recognizer.step())
-        stepping = asyncio.ensure_future(beside(step))
+        stepping = asyncio.ensure_future(beside(asyncio.ensure_future(recognizer.step())))
         await asyncio.sleep(0.1)
-        transcriber.gate.set()
+        transcriber.refines.release(2 if second_refine_done else 1)
         assert await asyncio.to_thread(transcriber.draft_waiting.wait, 5)
-        await asyncio.sleep(0.2)  # the second sentence's refine finishes meanwhile
-        transcriber.draft_gate.set()
+        await asyncio.sleep(0.2)
+        expected = ["Hello there my friends.", "This is a test."]
+        assert finals(published) == expected[: 2 if second_refine_done else 1]
+        transcriber.open()
         await asyncio.wait_for(stepping, 5)
         published += await recognizer.finish()
-        assert finals(published) == ["Hello there my friends.", "This is a test."]
+        assert finals(published) == expected
         assert [e.segment for e in published if e.state == "final"] == [0, 1]
     finally:
-        transcriber.gate.set()
-        transcriber.draft_gate.set()
+        transcriber.open()
+        pool.shutdown()
+
+
+async def test_a_held_final_a_step_releases_comes_out_before_the_draft_it_decodes() -> None:
+    """The first sentence pauses only briefly (2.45-2.75 s), so its final is held to see
+    whether the pause ends a sentence. The step that hears the speaker go on releases it
+    and then decodes a (slow) draft of the new speech: the final comes out of
+    ``refined_finals`` meanwhile, as a stream awaits it, not when the step returns."""
+    transcriber = GatedDecodes(after=2.4)
+    transcriber.refines.release(100)
+    pool = WorkerPool("asr", threads=2, max_pending=8)
+    counter = itertools.count()
+    recognizer = StreamingRecognizer(
+        transcriber,
+        FakeVad(),  # type: ignore[arg-type]
+        pool.run,
+        lambda: next(counter),
+        RecognizerConfig(),
+    )
+    try:
+        audio = make_audio(7.0, [(2.45, 2.75), (5.4, 7.0)])
+        paused, went_on = int(2.75 * SAMPLE_RATE), int(3.6 * SAMPLE_RATE)
+        events = await feed(recognizer, audio[:paused], 0.1)
+        assert finals(events) == []  # held: the pause may still end a sentence
+        recognizer.push(audio[paused:went_on])
+        step = asyncio.ensure_future(recognizer.step())
+        ready = await asyncio.wait_for(recognizer.refined_finals(), 5)
+        assert await asyncio.to_thread(transcriber.draft_waiting.wait, 5)
+        assert not step.done()  # the draft decodes still
+        assert finals(ready) == ["Hello there my friends"]  # the speaker went on
+        transcriber.open()
+        events = ready + await step
+        events += await feed(recognizer, audio[went_on:], 0.1)
+        events += await recognizer.finish()
+        assert finals(events) == ["Hello there my friends", "this is a test."]
+    finally:
+        transcriber.open()
         pool.shutdown()
 
 
