@@ -665,7 +665,8 @@ class StreamingRecognizer:
     async def _refined(self, *, wait: float | None, ended: bool = False) -> list[Caption]:
         """The final of the segment closed last, once its refine is done: waiting at most
         ``wait`` seconds for it (None: until it is). ``ended``: the stream ended, so the
-        final ends a sentence."""
+        final ends a sentence. A refine that failed (a model error, a full pool) still
+        raises, but the streamed words are the final first, queued to give out."""
         closing = self._closing
         if closing is None:
             return []
@@ -677,7 +678,11 @@ class StreamingRecognizer:
             if not done or self._closing is not closing:  # or refined_finals took it
                 return []
         self._closing = None
-        refined = None if task is None else await task
+        try:
+            refined = None if task is None else await task
+        except Exception:
+            self._give(self._finalise(closing, None, ended=ended))
+            raise
         return self._finalise(closing, refined, ended=ended)
 
     def _finalise(

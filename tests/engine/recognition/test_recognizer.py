@@ -733,6 +733,50 @@ async def test_model_failure_propagates_and_next_step_recovers() -> None:
     assert "This is a test." in finals(events)
 
 
+class FailingOnce(FakeTranscriber):
+    """The next decode with beam ``fail_beam`` fails."""
+
+    fail_beam: int | None = None
+
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+        if options.beam_size == self.fail_beam:
+            self.fail_beam = None
+            raise RuntimeError("model exploded")
+        return super().transcribe(audio, options)
+
+
+@pytest.mark.parametrize("fails", ["refine", "draft"])
+async def test_a_step_that_fails_at_a_close_loses_no_final(fails: str) -> None:
+    """Nothing said is lost to a model failure: the step that closes the first sentence
+    fails on that sentence's refine (its streamed words are then its final) or, having
+    taken the final, on the draft of the second sentence. The next step gives the final."""
+    transcriber = FailingOnce()
+    counter = itertools.count()
+    recognizer = StreamingRecognizer(
+        transcriber,
+        FakeVad(),  # type: ignore[arg-type]
+        run_inline,
+        lambda: next(counter),
+        # Nothing shed for the seconds the failing step is behind: refines keep beam 5.
+        RecognizerConfig(context_max_backlog_s=99.0, beam_backlog_s=99.0, max_backlog_s=99.0),
+    )
+    audio = make_audio(7.0)
+    spoken, went_on = int(2.5 * SAMPLE_RATE), int(4.4 * SAMPLE_RATE)
+    events = await feed(recognizer, audio[:spoken], 0.1)
+    assert finals(events) == []
+    transcriber.fail_beam = 5 if fails == "refine" else 1
+    recognizer.push(audio[spoken:went_on])  # the pause and the first words after it
+    with pytest.raises(RuntimeError):
+        await recognizer.step()
+    assert transcriber.fail_beam is None
+    events = await feed(recognizer, audio[went_on:], 0.3)
+    events += await recognizer.finish()
+    assert [text.lower().rstrip(".") for text in finals(events)] == [
+        "hello there my friends",
+        "this is a test",
+    ]
+
+
 async def test_the_vad_hears_each_sample_once() -> None:
     # Steps that end mid-window: the VAD keeps the unscored part itself, so a step must not
     # hand it over again (that doubled up to 32 ms of audio a step and ran the speech track
