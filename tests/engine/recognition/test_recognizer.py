@@ -102,20 +102,29 @@ async def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
-def make_recognizer(
-    crowded: Callable[[], bool] = lambda: False, **config: Any
-) -> tuple[StreamingRecognizer, FakeTranscriber]:
+def recognizer_on(
+    transcriber: FakeTranscriber,
+    run: Callable[..., Any] = run_inline,
+    crowded: Callable[[], bool] = lambda: False,
+    **config: Any,
+) -> StreamingRecognizer:
+    """A recogniser on ``transcriber`` and the fake VAD, its decodes made by ``run``."""
     counter = itertools.count()
-    transcriber = FakeTranscriber()
-    recognizer = StreamingRecognizer(
+    return StreamingRecognizer(
         transcriber,
         FakeVad(),  # type: ignore[arg-type]
-        run_inline,
+        run,
         lambda: next(counter),
         RecognizerConfig(**config),
         crowded=crowded,
     )
-    return recognizer, transcriber
+
+
+def make_recognizer(
+    crowded: Callable[[], bool] = lambda: False, **config: Any
+) -> tuple[StreamingRecognizer, FakeTranscriber]:
+    transcriber = FakeTranscriber()
+    return recognizer_on(transcriber, crowded=crowded, **config), transcriber
 
 
 async def feed(recognizer: StreamingRecognizer, audio: np.ndarray, step_s: float) -> list[Caption]:
@@ -225,14 +234,7 @@ async def slow_refines(**config: Any) -> AsyncIterator[tuple[StreamingRecognizer
     gate (opened on the way out)."""
     transcriber = SlowRefines()
     pool = WorkerPool("asr", threads=2, max_pending=8)
-    counter = itertools.count()
-    recognizer = StreamingRecognizer(
-        transcriber,
-        FakeVad(),  # type: ignore[arg-type]
-        pool.run,
-        lambda: next(counter),
-        RecognizerConfig(**config),
-    )
+    recognizer = recognizer_on(transcriber, pool.run, **config)
     try:
         yield recognizer, transcriber
     finally:
@@ -329,20 +331,15 @@ async def test_finals_come_out_in_order_and_before_the_draft_a_step_decodes(
     (a stream publishes each as it comes)."""
     transcriber = GatedDecodes(after=6.0)
     pool = WorkerPool("asr", threads=3, max_pending=8)
-    counter = itertools.count()
-    recognizer = StreamingRecognizer(
+    # Nothing shed for the seconds the step is behind: the refines stay gated.
+    recognizer = recognizer_on(
         transcriber,
-        FakeVad(),  # type: ignore[arg-type]
         pool.run,
-        lambda: next(counter),
-        # Nothing shed for the seconds the step is behind: the refines stay gated.
-        RecognizerConfig(
-            refine_wait_s=0.0,
-            early_finals=False,
-            context_max_backlog_s=99.0,
-            beam_backlog_s=99.0,
-            max_backlog_s=99.0,
-        ),
+        refine_wait_s=0.0,
+        early_finals=False,
+        context_max_backlog_s=99.0,
+        beam_backlog_s=99.0,
+        max_backlog_s=99.0,
     )
     published: list[Caption] = []
 
@@ -389,14 +386,7 @@ async def test_a_held_final_a_step_releases_comes_out_before_the_draft_it_decode
     transcriber = GatedDecodes(after=2.4)
     transcriber.refines.release(100)
     pool = WorkerPool("asr", threads=2, max_pending=8)
-    counter = itertools.count()
-    recognizer = StreamingRecognizer(
-        transcriber,
-        FakeVad(),  # type: ignore[arg-type]
-        pool.run,
-        lambda: next(counter),
-        RecognizerConfig(),
-    )
+    recognizer = recognizer_on(transcriber, pool.run)
     try:
         audio = make_audio(7.0, [(2.45, 2.75), (5.4, 7.0)])
         paused, went_on = int(2.75 * SAMPLE_RATE), int(3.6 * SAMPLE_RATE)
@@ -751,14 +741,9 @@ async def test_a_step_that_fails_at_a_close_loses_no_final(fails: str) -> None:
     fails on that sentence's refine (its streamed words are then its final) or, having
     taken the final, on the draft of the second sentence. The next step gives the final."""
     transcriber = FailingOnce()
-    counter = itertools.count()
-    recognizer = StreamingRecognizer(
-        transcriber,
-        FakeVad(),  # type: ignore[arg-type]
-        run_inline,
-        lambda: next(counter),
-        # Nothing shed for the seconds the failing step is behind: refines keep beam 5.
-        RecognizerConfig(context_max_backlog_s=99.0, beam_backlog_s=99.0, max_backlog_s=99.0),
+    # Nothing shed for the seconds the failing step is behind: refines keep beam 5.
+    recognizer = recognizer_on(
+        transcriber, context_max_backlog_s=99.0, beam_backlog_s=99.0, max_backlog_s=99.0
     )
     audio = make_audio(7.0)
     spoken, went_on = int(2.5 * SAMPLE_RATE), int(4.4 * SAMPLE_RATE)
