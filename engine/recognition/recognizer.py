@@ -417,9 +417,8 @@ class StreamingRecognizer:
             self._final_due.set()
 
     def _take_ready(self) -> list[Caption]:
-        """The captions ready to give out (the list a running step appends to stays)."""
-        ready = list(self._ready)
-        self._ready.clear()
+        """The captions ready to give out, taken from the queue."""
+        ready, self._ready = self._ready, []
         return ready
 
     async def finish(self) -> list[Caption]:
