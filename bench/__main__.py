@@ -99,6 +99,11 @@ COMMANDS: dict[str, Command] = {
         "bench.sentence_floor",
         "FLEURS clips' pauses and the LAAL whole-sentence translations can reach (no server)",
     ),
+    "sentence-ends": Command(
+        "bench.sentence_ends",
+        "how often each word ends a written English sentence; the offline decode's "
+        "spurious sentence breaks per class (no server)",
+    ),
     "steps": Command(
         "bench.steps", "compute-unaware replay in process: exact WER of recogniser settings"
     ),

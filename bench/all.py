@@ -53,6 +53,11 @@ STEPS: tuple[Step, ...] = (
         ("sentence-floor",),
         "FLEURS pauses and the LAAL whole sentences can reach",
     ),
+    Step(
+        "sentence-ends",
+        ("sentence-ends",),
+        "words that end written sentences; the offline decode's sentence breaks",
+    ),
     Step("speech", ("speech",), "spoken translation: voices, first audio, lag"),
     Step("voices", ("voices",), "round-trip WER of every voice and Kokoro style"),
     Step("voice-load", ("voice-load",), "captions with a Kokoro listener on against none"),

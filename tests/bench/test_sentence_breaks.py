@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bench.sentence_breaks import SentenceBreaks, marked_words, sentence_breaks
+from bench.sentence_ends import end_rates
 
 REFERENCE = "In the previous year, sales grew. Furthermore, our financial profile remains strong."
 
@@ -33,3 +34,10 @@ def test_counts_add_up_over_recordings() -> None:
     one = sentence_breaks(REFERENCE, "In the previous. Year sales grew.")
     assert (one + one).spurious == 2 * one.spurious
     assert (one + one).reference_words == 2 * one.reference_words
+
+
+def test_end_rates_count_each_word_and_the_sentences_it_ends() -> None:
+    seen, ending = end_rates(["Come in. We work in Paris.", "They live in it; it ends in June."])
+    assert (seen["in"], ending["in"]) == (4, 1)
+    assert (seen["it"], ending["it"]) == (2, 0)
+    assert (seen["june"], ending["june"]) == (1, 1)

@@ -29,6 +29,9 @@ def test_sentence_marks_and_words_that_cannot_end_one() -> None:
     assert without_sentence_end("Wait...") == "Wait"
     assert cannot_end_sentence("remains the.", "en") and cannot_end_sentence("a review of.", "en")
     assert cannot_end_sentence("and then we.", "en") and cannot_end_sentence("We are.", "en")
+    # The commonest prepositions, which end under 1% of written English sentences.
+    assert cannot_end_sentence("be able to work in.", "en")
+    assert cannot_end_sentence("we are on.", "en") and cannot_end_sentence("talk about.", "en")
     # Words that often end a sentence leave it to the pause.
     for text in (
         "remains strong.",
