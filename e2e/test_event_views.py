@@ -1,7 +1,9 @@
 """A real event in real Chromium: a presenter streams a real recording (the fake microphone of
 e2e/conftest.py) and the room follows it on the venue screen (1920x1080), in the stream
 overlay (transparent, in Spanish through Apertium) and on a phone (390x844), against the real
-server and models. The pictures go to docs/screenshots/ for the README.
+server and models. The pictures go to test-artifacts/screenshots/; to refresh the README's,
+run ``INTERP_README_SCREENSHOTS=1 ./scripts/test e2e/test_event_views.py``, which writes them
+to docs/screenshots/ (a plain test run leaves the tracked pictures alone).
 
 What is checked: each view lays its captions out as subtitles (at most 42 characters a line,
 no line changed after it moved up), the phone ends with exactly the presenter's finals and
@@ -12,6 +14,7 @@ the room instead of "Live".
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +24,21 @@ from playwright.sync_api import Browser, Page, expect
 
 from e2e.conftest import PHONE, REPO_ROOT, ConsoleLog, FakeAudio, open_page
 
-SCREENSHOTS = REPO_ROOT / "docs" / "screenshots"
+README_SCREENSHOTS = REPO_ROOT / "docs" / "screenshots"
 FRAME_MS = 100
 TARGET = "es"
+
+
+def screenshots_dir(artifacts_dir: Path) -> Path:
+    """Where the pictures go: the README's folder only when asked for, so that a test run
+    leaves the tracked files as they were."""
+    chosen = (
+        README_SCREENSHOTS
+        if os.environ.get("INTERP_README_SCREENSHOTS") == "1"
+        else artifacts_dir / "screenshots"
+    )
+    chosen.mkdir(parents=True, exist_ok=True)
+    return chosen
 
 
 def subtitles(page: Page) -> dict[str, Any]:
@@ -54,7 +69,7 @@ def presenter_finals(page: Page) -> list[tuple[int, str]]:
 def test_the_room_follows_a_real_talk_on_screen_overlay_and_phone(
     browser: Browser, live_server: str, fake_audio: FakeAudio, artifacts_dir: Path
 ) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    pictures = screenshots_dir(artifacts_dir)
     created = httpx.post(
         f"{live_server}/api/sessions",
         json={"title": "Sonnets, live", "source_language": "en", "target_languages": [TARGET]},
@@ -92,11 +107,11 @@ def test_the_room_follows_a_real_talk_on_screen_overlay_and_phone(
         presenter.wait_for_function(
             "() => Object.keys(window.interpStats.byLanguage).length >= 2", timeout=30_000
         )
-        screen.screenshot(path=str(SCREENSHOTS / "screen-1920x1080.png"))
+        screen.screenshot(path=str(pictures / "screen-1920x1080.png"))
         overlay.screenshot(
-            path=str(SCREENSHOTS / "overlay-1920x1080-transparent.png"), omit_background=True
+            path=str(pictures / "overlay-1920x1080-transparent.png"), omit_background=True
         )
-        phone.screenshot(path=str(SCREENSHOTS / "listener-390x844.png"))
+        phone.screenshot(path=str(pictures / "listener-390x844.png"))
 
         # The console at 1366x768: share link, QR and transcript above the fold, the
         # listeners of each language (the screen and the phone read English, the overlay
@@ -106,7 +121,7 @@ def test_the_room_follows_a_real_talk_on_screen_overlay_and_phone(
         expect(presenter.locator("#share-languages")).to_contain_text("English 2")
         expect(presenter.locator("#share-languages")).to_contain_text("Spanish 1")
         expect(presenter.locator("#transcript-lang option")).to_have_text(["English", "Spanish"])
-        presenter.screenshot(path=str(SCREENSHOTS / "console-1366x768.png"))
+        presenter.screenshot(path=str(pictures / "console-1366x768.png"))
         # The preview of a translation, as the overlay draws it (not counted as a listener).
         presenter.click("#displays summary")
         presenter.select_option("#preview-lang", TARGET)
