@@ -79,7 +79,8 @@ class Recogniser:
             max_new_tokens=int(8 * len(audio) / 16000) + 8,
             full_window=True,
         )
-        return join_words(guard_repetitions(model.transcribe(audio, options)))
+        decoded = model.transcribe(audio, options)
+        return join_words(guard_repetitions(decoded.words, ended=decoded.ended))
 
 
 def _audio(clip: FleursClip) -> np.ndarray:

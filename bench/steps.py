@@ -33,8 +33,8 @@ from bench.reference import DecodeSettings, cached_decode, timed_reference
 from bench.sentence_breaks import SentenceBreaks, sentence_breaks
 from bench.textnorm import normalise_words
 from engine.audio import SAMPLE_RATE, decode_pcm16
-from engine.events import Caption, Word
-from engine.recognition.asr import DecodeOptions, Transcriber
+from engine.events import Caption
+from engine.recognition.asr import Decoded, DecodeOptions, Transcriber
 from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.recognition.vad import StreamingVad
 from engine.workers import WorkerPool
@@ -63,13 +63,13 @@ class TimedTranscriber:
             (full, context): [] for _, full, context in self.KINDS
         }
 
-    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> Decoded:
         began = time.perf_counter()
-        words = self.inner.transcribe(audio, options)
+        decoded = self.inner.transcribe(audio, options)
         if options.full_window or options.beam_size > 1:
             key = (options.full_window, bool(options.prefix))
             self.finals[key].append(time.perf_counter() - began)
-        return words
+        return decoded
 
     def report(self) -> str:
         """``finals' decodes, p50 / p95: full window with context N, p50 / p95 s; ...``."""

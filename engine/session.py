@@ -348,8 +348,8 @@ class Session:
             full_window=True,
             max_new_tokens=int(8 * len(samples) / SAMPLE_RATE) + 8,
         )
-        words = await recognition.pool.run(transcriber.transcribe, samples, options)
-        return join_words(guard_repetitions(words))
+        decoded = await recognition.pool.run(transcriber.transcribe, samples, options)
+        return join_words(guard_repetitions(decoded.words, ended=decoded.ended))
 
     async def decide(self, question_id: str, accept: bool) -> Question:
         """The moderator's decision; an accepted question is said, as "Audience", to

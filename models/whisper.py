@@ -13,7 +13,7 @@ import numpy as np
 from engine import languages
 from engine.audio import SAMPLE_RATE, Samples
 from engine.events import Word
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from models.catalog import ModelError, ResolvedWhisper
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class FasterWhisperTranscriber:
         self._pad_frames = int(pad_seconds * FRAMES_PER_SECOND)
         self._bucket_frames = int(bucket_seconds * FRAMES_PER_SECOND)
 
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
         """Words of ``audio``; with ``options.prefix`` (the text of the audio's first part),
         only the words after it.
 
@@ -96,19 +96,25 @@ class FasterWhisperTranscriber:
             options = replace(options, prompt=prompt, hotwords=None)
         if options.prefix and options.max_new_tokens is not None:
             options = replace(options, max_new_tokens=self._budget_after(options))
-        words = self._decode(audio, options)
-        return strip_prefix(words, options.prefix) if options.prefix else words
+        decoded = self._decode(audio, options)
+        if not options.prefix:
+            return decoded
+        return Decoded(tuple(strip_prefix(list(decoded.words), options.prefix)), decoded.ended)
 
-    def _decode(self, audio: Samples, options: DecodeOptions) -> list[Word]:
-        """In the short window where it applies (see the class docstring), else in
-        faster-whisper's own 30 s windows."""
-        if self.short_window and not options.word_timestamps and not options.full_window:
+    def _decode(self, audio: Samples, options: DecodeOptions) -> Decoded:
+        """Without word timing, one generation in a window of our own: the short window
+        where it applies (see the class docstring), else Whisper's 30 s window, which is
+        what faster-whisper would decode (the same features, prompt and options). Word
+        timing, and audio over 30 s, go through faster-whisper's ``transcribe``."""
+        if not options.word_timestamps:
             features = self._model.feature_extractor(audio)
-            frames = int(features.shape[-1])
+            frames = int(features.shape[-1]) - 1  # faster-whisper's content: not the pad's frame
             window = -(-(frames + self._pad_frames) // self._bucket_frames) * self._bucket_frames
-            if window < FULL_WINDOW:
+            if not self.short_window or options.full_window or window > FULL_WINDOW:
+                window = FULL_WINDOW
+            if frames <= FULL_WINDOW:
                 return self._decode_window(features, frames, window, len(audio), options)
-        return self._transcribe_full(audio, options)
+        return Decoded(tuple(self._transcribe_full(audio, options)))
 
     def _budget_after(self, options: DecodeOptions) -> int:
         """``max_new_tokens`` for a decode forced through ``options.prefix``: CTranslate2
@@ -125,8 +131,14 @@ class FasterWhisperTranscriber:
 
     def _decode_window(
         self, features: Any, frames: int, window: int, samples: int, options: DecodeOptions
-    ) -> list[Word]:
-        """One decode of a window shorter than 30 s (see the class docstring)."""
+    ) -> Decoded:
+        """One generation over ``window`` frames (at most Whisper's 30 s), the audio's
+        ``frames`` first and silence after.
+
+        It ended by itself unless it reached CTranslate2's length limit: the smaller of half
+        ``max_length`` and ``max_length`` less the prompt before the text
+        (``src/models/whisper.cc``; the half is Whisper's own sample length, so a budget
+        buys about half the tokens it names: docs/metrics.md, "Repetitions")."""
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
 
@@ -149,25 +161,30 @@ class FasterWhisperTranscriber:
         )
         encoded = model.encode(padded)
         budget = options.max_new_tokens or model.max_length // 2
+        max_length = min(model.max_length, len(prompt) + budget)
         result = model.model.generate(
             encoded,
             [prompt],
             beam_size=options.beam_size,
-            max_length=min(model.max_length, len(prompt) + budget),
+            max_length=max_length,
             return_scores=True,
             return_no_speech_prob=True,
             suppress_blank=True,
             suppress_tokens=get_suppressed_tokens(tokenizer, (-1,)),
         )[0]
-        tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+        generated = result.sequences_ids[0]
+        tokens = [t for t in generated if t < tokenizer.eot]
         # The same silence test faster-whisper applies: probably no speech and a weak decode.
         avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1) if tokens else -10.0
         if result.no_speech_prob > 0.6 and avg_logprob < -1.0:
-            return []
+            return Decoded(ended=True)
         pieces = tokenizer.decode(tokens).split()
         duration = samples / SAMPLE_RATE
         span = duration / max(1, len(pieces))
-        return [Word(" " + p, i * span, (i + 1) * span) for i, p in enumerate(pieces)]
+        words = tuple(Word(" " + p, i * span, (i + 1) * span) for i, p in enumerate(pieces))
+        return Decoded(
+            words, ended=len(generated) < generation_limit(prompt, max_length, tokenizer)
+        )
 
     def _transcribe_full(self, audio: Samples, options: DecodeOptions) -> list[Word]:
         segments, _info = self._model.transcribe(
@@ -241,6 +258,15 @@ def _encoder(model: str, compute_type: str, threads: int) -> Callable[[np.ndarra
         return copy.encode(get_ctranslate2_storage(batch))
 
     return encode
+
+
+def generation_limit(prompt: Sequence[int], max_length: int, tokenizer: Any) -> int:
+    """How many tokens CTranslate2 generates at most (a forced prefix included) for
+    ``prompt`` and ``max_length``: the smaller of half ``max_length`` and ``max_length``
+    less the prompt's tokens before its last start token (``src/models/whisper.cc``)."""
+    starts = {tokenizer.sot, tokenizer.no_timestamps, *tokenizer.sot_sequence}
+    last_start = max(i for i, t in enumerate(prompt) if t in starts)
+    return min(max_length // 2, max_length - last_start)
 
 
 def strip_prefix(words: list[Word], prefix: str) -> list[Word]:

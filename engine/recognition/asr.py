@@ -35,14 +35,31 @@ class DecodeOptions:
     and on our recordings more accurate: see models/whisper.py)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """What one decode gave: its words, with times relative to its audio's first sample, and
+    whether the decoder is known to have ended by itself (its end-of-text token) rather than
+    run out of its token budget (``DecodeOptions.max_new_tokens``).
+
+    A decoder stopped by its budget may have been looping, so a word repeated up to the end
+    is taken for a loop. One that ended by itself said what it heard: the same repetition is
+    speech ("bye bye bye bye" at the end of a call; ``engine.recognition.policy``)."""
+
+    words: tuple[Word, ...] = ()
+    ended: bool = False
+    """Known to have ended by itself. False when the budget stopped it, or when the model
+    cannot tell (the guard then treats a repetition at the end as it always has)."""
+
+
 class Transcriber(Protocol):
     """A speech recogniser for one model. Called from a worker thread, one call at a time."""
 
     name: str
     multilingual: bool
 
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
-        """Words of ``audio`` (16 kHz mono float32) with times relative to its first sample."""
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
+        """Words of ``audio`` (16 kHz mono float32) with times relative to its first sample,
+        and how the decode ended."""
         ...
 
 

@@ -41,6 +41,7 @@ def guard_repetitions(
     spoken_copies: int = 4,
     recovery: int = 3,
     echo: int = 4,
+    ended: bool = False,
 ) -> list[Word]:
     """Cut a decoder loop: keep one copy of an n-gram that repeats back to back.
 
@@ -48,7 +49,10 @@ def guard_repetitions(
     more words repeated twice in a row. Everything from the second copy on is dropped, because
     a looping decoder rarely recovers within the same window. A run of at most
     ``spoken_copies`` copies that ``recovery`` other words follow is no loop: the speaker said
-    it ("words, words, words, and that's all"), and the decoder went on past it.
+    it ("words, words, words, and that's all"), and the decoder went on past it. So is such
+    a run at the very end of a decode that ``ended`` by itself (its end-of-text token, not its
+    token budget: ``engine.recognition.asr.Decoded``): a loop runs on until the budget stops
+    it, so "bye bye bye bye" that the decoder closed is what was said.
 
     A phrase of any length whose copies run on to the end of the decode, the last one cut
     short, is a loop too once they repeat ``echo`` words and more than half the phrase: the
@@ -75,7 +79,8 @@ def guard_repetitions(
             if run < copies:
                 continue
             after = i + run * n
-            if run <= spoken_copies and len(keys) - after >= recovery:
+            said_to_end = ended and after == len(keys)
+            if run <= spoken_copies and (len(keys) - after >= recovery or said_to_end):
                 resume = max(resume, after)
                 continue
             return list(words[: i + n])

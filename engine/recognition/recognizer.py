@@ -505,9 +505,11 @@ class StreamingRecognizer:
             full_window=full_window,
         )
         run = self._run_first if final else self._run
-        words = await run(self._transcriber.transcribe, np.ascontiguousarray(audio), options)
-        shifted = [Word(w.text, w.start + start, w.end + start, w.probability) for w in words]
-        return guard_repetitions(shifted)
+        decoded = await run(self._transcriber.transcribe, np.ascontiguousarray(audio), options)
+        shifted = [
+            Word(w.text, w.start + start, w.end + start, w.probability) for w in decoded.words
+        ]
+        return guard_repetitions(shifted, ended=decoded.ended)
 
     async def _draft(self, now: float, speech_end: float) -> list[Caption]:
         seg = self._segment

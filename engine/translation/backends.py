@@ -90,12 +90,12 @@ def whisper_translate(
             # Bounds every decode; loops are cut here rather than after the fact.
             max_new_tokens=int(max_tokens_per_second * seconds) + 8,
         )
-        words = await pool.run(
+        decoded = await pool.run(
             transcriber.transcribe, np.ascontiguousarray(audio, dtype=np.float32), options
         )
         # The token bound stops a loop; the guard cuts what it had written by then ("he had
         # to pass by a timebreak. 1 1 1 1 ...", a FLEURS clip).
-        return join_words(guard_repetitions(words))
+        return join_words(guard_repetitions(decoded.words, ended=decoded.ended))
 
     return translate
 

@@ -20,7 +20,7 @@ from app.services import RecognitionModel
 from app.settings import Settings
 from engine.audio import Samples
 from engine.events import Word
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from engine.stream import StreamLimits
 from tests.support import free_port
 
@@ -31,8 +31,8 @@ class FakeTranscriber:
     name = "fake"
     multilingual = False
 
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
-        return [Word("hello", 0.0, max(0.1, len(audio) / 16000))]
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
+        return Decoded((Word("hello", 0.0, max(0.1, len(audio) / 16000)),))
 
 
 @dataclass

@@ -23,7 +23,7 @@ from app.services import RecognitionModel
 from app.settings import Settings
 from engine.audio import Samples
 from engine.events import Word
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from engine.stream import StreamLimits
 from tests.data import ENGLISH
 from tests.support import free_port, read_wav
@@ -43,13 +43,15 @@ class ScriptedTranscriber:
     def __init__(self) -> None:
         self.hints: list[str | None] = []
 
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
         self.hints.append(options.hotwords)
         span = max(0.1, len(audio) / 16000) / 4
-        return [
-            Word(f" {w}", i * span, (i + 1) * span)
-            for i, w in enumerate("the cat is here.".split())
-        ]
+        return Decoded(
+            tuple(
+                Word(f" {w}", i * span, (i + 1) * span)
+                for i, w in enumerate("the cat is here.".split())
+            )
+        )
 
 
 @contextlib.asynccontextmanager

@@ -12,7 +12,7 @@ from bench.recordings import load_recording
 from bench.steps import SAMPLE_RATE, TimedTranscriber, config_with, step_through
 from engine.audio import Samples
 from engine.events import Word
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path
 from models.silero import SileroModel
@@ -34,8 +34,8 @@ class Echo:
     name = "echo"
     multilingual = False
 
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
-        return [Word(" hi", 0.0, 0.1)]
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
+        return Decoded((Word(" hi", 0.0, 0.1),))
 
 
 def test_final_decodes_are_timed_apart_by_window_and_context() -> None:
@@ -47,7 +47,8 @@ def test_final_decodes_are_timed_apart_by_window_and_context() -> None:
         DecodeOptions(prefix="before", beam_size=5),  # a shed final's decode
         DecodeOptions(prefix="before", word_timestamps=False),  # a draft: not a final's
     ):
-        assert timed.transcribe(np.zeros(160, np.float32), options) == [Word(" hi", 0.0, 0.1)]
+        decoded = timed.transcribe(np.zeros(160, np.float32), options)
+        assert decoded.words == (Word(" hi", 0.0, 0.1),)
     counts = {key: len(times) for key, times in timed.finals.items()}
     assert counts == {(True, True): 1, (True, False): 2, (False, True): 1, (False, False): 0}
     report = timed.report()

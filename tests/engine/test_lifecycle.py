@@ -23,7 +23,7 @@ from engine.delivery.memory import InMemoryHub
 from engine.events import Caption, StateChange, Word
 from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presentation, Presenting, StartRequest
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from engine.recognition.recognizer import RecognizerConfig
 from engine.recognition.resources import Recognition
 from engine.recognition.shedding import Shed
@@ -51,8 +51,8 @@ class HelloTranscriber:
     name = "hello"
     multilingual = False
 
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
-        return [Word(" hello", 0.0, max(0.1, len(audio) / 16000))]
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
+        return Decoded((Word(" hello", 0.0, max(0.1, len(audio) / 16000)),))
 
 
 def speech(seconds: float, pause: float = 1.0) -> bytes:
@@ -160,7 +160,7 @@ class GatedTranscriber(HelloTranscriber):
         self.refine_gate, self.draft_gate = threading.Event(), threading.Event()
         self.refining, self.drafting = threading.Event(), threading.Event()
 
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
         began, gate = (
             (self.refining, self.refine_gate)
             if options.beam_size > 1

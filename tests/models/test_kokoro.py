@@ -66,8 +66,8 @@ def _round_trip(bank: VoiceBank, lang: str, texts: list[str]) -> tuple[float, fl
         peak = max(peak, float(np.abs(samples).max()))
         assert len(samples) / voice.sample_rate > 0.05 * len(text.split())
         audio = StreamResampler(voice.sample_rate, 16000).process(samples)
-        words = recogniser.transcribe(audio, DecodeOptions(language=lang, beam_size=5))
-        hypotheses.append(" ".join(w.text.strip() for w in words))
+        decoded = recogniser.transcribe(audio, DecodeOptions(language=lang, beam_size=5))
+        hypotheses.append(" ".join(w.text.strip() for w in decoded.words))
     wer = float(jiwer.wer([normalise(t) for t in texts], [normalise(h) for h in hypotheses]))
     return wer, peak
 

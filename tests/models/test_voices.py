@@ -40,8 +40,8 @@ def _round_trip(voice: object, texts: list[str], model: str, lang: str) -> float
         samples = np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
         assert len(samples) / voice.sample_rate > 0.05 * len(text.split())  # type: ignore[attr-defined]
         audio = StreamResampler(voice.sample_rate, 16000).process(samples)  # type: ignore[attr-defined]
-        words = recogniser.transcribe(audio, DecodeOptions(language=lang, beam_size=5))
-        hypotheses.append(" ".join(w.text.strip() for w in words))
+        decoded = recogniser.transcribe(audio, DecodeOptions(language=lang, beam_size=5))
+        hypotheses.append(" ".join(w.text.strip() for w in decoded.words))
     return float(
         jiwer.wer([normalise(t, lang) for t in texts], [normalise(h, lang) for h in hypotheses])
     )

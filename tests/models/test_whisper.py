@@ -12,8 +12,7 @@ import pytest
 
 from bench.alignment import word_errors
 from bench.textnorm import normalise_words
-from engine.events import Word
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from models.catalog import resolve_whisper
 from models.whisper import FasterWhisperTranscriber
 from tests.data import SONNET
@@ -45,8 +44,8 @@ def audio() -> np.ndarray:
     return samples[int(START_S * 16000) : int(END_S * 16000)]
 
 
-def text(words: list[Word]) -> str:
-    return "".join(w.text for w in words)
+def text(decoded: Decoded) -> str:
+    return "".join(w.text for w in decoded.words)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +81,7 @@ def test_the_prefix_is_read_not_generated(
     options = DecodeOptions(language="en", beam_size=5, word_timestamps=False, full_window=True)
     head = text(tiny_en.transcribe(audio[: int(SPLIT_S * 16000)], options)).strip()
     short = tiny_en.transcribe(audio, replace(options, prefix=head, max_new_tokens=10))
-    assert len(short) >= 4, short
+    assert len(short.words) >= 4, short
 
 
 @pytest.mark.parametrize("full_window", [True, False], ids=["full-window", "short-window"])
@@ -117,8 +116,52 @@ def test_two_workers_decode_two_streams_at_once_as_each_alone(
     alone = [normalise_words(text(tiny_en.transcribe(half, options))) for half in halves]
     with ThreadPoolExecutor(max_workers=2) as pool:
         together = [
-            normalise_words(text(words))
-            for words in pool.map(lambda half: both.transcribe(half, options), halves * 2)
+            normalise_words(text(decoded))
+            for decoded in pool.map(lambda half: both.transcribe(half, options), halves * 2)
         ]
     assert all(len(words) >= 8 for words in alone), alone
     assert together == alone * 2
+
+
+@pytest.mark.parametrize("full_window", [True, False], ids=["full-window", "short-window"])
+def test_a_decode_says_whether_it_ended_by_itself_or_ran_out_of_budget(
+    tiny_en: FasterWhisperTranscriber, audio: np.ndarray, full_window: bool
+) -> None:
+    """A decode with room for what it heard ends by itself; one whose budget stops it
+    mid-sentence says so (models/whisper.py ``generation_limit``), with or without a
+    previous-text prompt before its start tokens."""
+    options = DecodeOptions(
+        language="en", beam_size=5, word_timestamps=False, full_window=full_window
+    )
+    clip = audio[: 6 * 16000]
+    roomy = tiny_en.transcribe(clip, replace(options, max_new_tokens=120))
+    assert roomy.ended and len(roomy.words) >= 8, roomy
+    for prompt in (None, "Shall I compare thee to a summer's day? Thou art more lovely."):
+        cut = tiny_en.transcribe(clip, replace(options, max_new_tokens=8, prompt=prompt))
+        assert not cut.ended and 1 <= len(cut.words) < len(roomy.words), (prompt, cut)
+
+
+def test_the_full_window_reads_as_faster_whisper_itself_does(
+    tiny_en: FasterWhisperTranscriber, audio: np.ndarray
+) -> None:
+    """Decodes without word timing run one generation in our own window; in Whisper's 30 s
+    window that must give faster-whisper's own result (the same features, prompt and
+    options). Normalisation: bench.textnorm."""
+    options = DecodeOptions(language="en", beam_size=5, word_timestamps=False, full_window=True)
+    options = replace(options, prompt="From fairest creatures.", max_new_tokens=150)
+    ours = tiny_en.transcribe(audio, options)
+    segments, _ = tiny_en._model.transcribe(
+        audio,
+        beam_size=5,
+        best_of=1,
+        temperature=0.0,
+        initial_prompt="From fairest creatures.",
+        max_new_tokens=150,
+        condition_on_previous_text=False,
+        without_timestamps=True,
+        vad_filter=False,
+        compression_ratio_threshold=None,
+    )
+    theirs = " ".join(s.text.strip() for s in segments)
+    assert len(ours.words) >= 20
+    assert text(ours).strip() == theirs

@@ -23,7 +23,7 @@ from app.services import RecognitionModel
 from app.settings import Settings
 from engine.audio import Samples
 from engine.events import Word
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from engine.stream import StreamLimits
 from tests.data import SONNET
 from tests.support import (
@@ -171,12 +171,12 @@ class FailingOnceTranscriber:
         self.calls = 0
         self.lock = threading.Lock()
 
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
         with self.lock:
             self.calls += 1
             if self.calls == 1:
                 raise RuntimeError("model crashed (injected)")
-        return [Word("hello", 0.0, max(0.1, len(audio) / 16000))]
+        return Decoded((Word("hello", 0.0, max(0.1, len(audio) / 16000)),))
 
 
 async def test_a_model_failure_is_reported_and_the_session_carries_on(tmp_path: Path) -> None:

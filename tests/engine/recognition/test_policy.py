@@ -99,6 +99,18 @@ def test_repetition_guard_keeps_a_repetition_the_decoder_went_on_from() -> None:
     assert texts(guard_repetitions(looped)) == "very very very good and then we go"
 
 
+def test_a_repetition_at_the_end_of_a_decode_that_ended_by_itself_was_said() -> None:
+    # SNG0072 ends "bye bye bye bye": a decoder that closed it with its end-of-text token
+    # heard it; one that its budget stopped there may have been looping.
+    said = words("thank you so much bye bye bye bye")
+    assert texts(guard_repetitions(said, ended=True)) == "thank you so much bye bye bye bye"
+    assert texts(guard_repetitions(said)) == "thank you so much bye"
+    # More copies than anyone says, or a loop with words after it, is still a loop.
+    assert texts(guard_repetitions(words("no no no no no no"), ended=True)) == "no"
+    looped = words("and then we go and then we go and then we go")
+    assert texts(guard_repetitions(looped, ended=True)) == "and then we go"
+
+
 def test_repetition_guard_cuts_a_long_loop_that_its_budget_stopped() -> None:
     # tiny.en in the short window without context, on the monologue: a sentence longer than
     # any n-gram the guard looks for, then its start again until the token budget ran out.

@@ -12,7 +12,7 @@ import numpy as np
 
 from engine.audio import SAMPLE_RATE
 from engine.events import Caption, Word
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from engine.recognition.punctuation import (
     cannot_end_sentence,
     continuing,
@@ -76,7 +76,7 @@ class EveryPieceASentence:
     name = "fake"
     multilingual = False
 
-    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> Decoded:
         start = abs(float(audio[0])) * 1000.0
         end = start + len(audio) / SAMPLE_RATE
         words = [(w, s - start, e - start) for w, s, e in TALK if s >= start - 0.05 and e <= end]
@@ -89,7 +89,7 @@ class EveryPieceASentence:
                 out[0] = Word(" " + first.text.strip().capitalize(), first.start, first.end)
             if not last.text.endswith("."):
                 out[-1] = Word(out[-1].text + ".", last.start, last.end)
-        return out
+        return Decoded(tuple(out))
 
 
 def talk_audio(duration: float) -> np.ndarray:

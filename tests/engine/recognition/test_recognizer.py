@@ -21,7 +21,7 @@ import pytest
 
 from engine.audio import SAMPLE_RATE
 from engine.events import Caption, Word
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.recognition.shedding import Shed
 from engine.recognition.vad import WINDOW, NextSpeech
@@ -74,7 +74,7 @@ class FakeTranscriber:
         """Where each decode's audio began, in stream seconds."""
         self.fail_once = fail_once
 
-    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> Decoded:
         self.calls.append(options)
         if self.fail_once:
             self.fail_once = False
@@ -95,7 +95,7 @@ class FakeTranscriber:
             said = options.prefix.split()
             assert [w.text.strip() for w in out[: len(said)]] == said
             out = out[len(said) :]
-        return out
+        return Decoded(tuple(out))
 
 
 async def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
@@ -222,7 +222,7 @@ class SlowRefines(FakeTranscriber):
         super().__init__()
         self.gate = threading.Event()
 
-    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> Decoded:
         if options.beam_size > 1:
             assert self.gate.wait(10)
         return super().transcribe(audio, options)
@@ -307,7 +307,7 @@ class GatedDecodes(FakeTranscriber):
         self.draft_gate = threading.Event()
         self.draft_waiting = threading.Event()
 
-    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> Decoded:
         if options.beam_size > 1:
             assert self.refines.acquire(timeout=10)
         elif abs(float(audio[0])) * 1000.0 >= self.after:
@@ -728,7 +728,7 @@ class FailingOnce(FakeTranscriber):
 
     fail_beam: int | None = None
 
-    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+    def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> Decoded:
         if options.beam_size == self.fail_beam:
             self.fail_beam = None
             raise RuntimeError("model exploded")
@@ -781,9 +781,9 @@ async def test_a_refine_that_gives_no_words_with_context_is_made_again_without()
     recognizer, transcriber = make_recognizer()
     plain = transcriber.transcribe
 
-    def ends_at_once(audio: np.ndarray, options: DecodeOptions) -> list[Word]:
-        words = plain(audio, options)
-        return [Word(" .", 0.0, 0.1)] if options.prefix else words
+    def ends_at_once(audio: np.ndarray, options: DecodeOptions) -> Decoded:
+        decoded = plain(audio, options)
+        return Decoded((Word(" .", 0.0, 0.1),)) if options.prefix else decoded
 
     transcriber.transcribe = ends_at_once  # type: ignore[method-assign]
     events = await feed(recognizer, make_audio(7.0), 0.3)

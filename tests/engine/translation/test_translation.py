@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from engine.events import Caption, ErrorEvent, Event, Speaker, Word
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions
 from engine.recognition.vad import NextSpeech
 from engine.translation.backends import (
     PooledTranslator,
@@ -1037,10 +1037,10 @@ async def test_whisper_translate_cuts_a_decoder_loop() -> None:
         name = "fake"
         multilingual = True
 
-        def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> list[Word]:
+        def transcribe(self, audio: np.ndarray, options: DecodeOptions) -> Decoded:
             assert options.task == "translate" and options.max_new_tokens == 16
             said = [Word(f" {t}", 0.0, 0.1) for t in "He had to pass by a timebreak.".split()]
-            return said + [Word(" 1", 0.0, 0.1)] * 24
+            return Decoded(tuple(said + [Word(" 1", 0.0, 0.1)] * 24))
 
     pool = WorkerPool("asr")
     try:
