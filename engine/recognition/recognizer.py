@@ -350,8 +350,16 @@ class StreamingRecognizer:
         self._handed_until = self._buffer.end
 
     async def step(self, *, draft: bool = True) -> list[Caption]:
-        """Process all audio that has arrived; return the captions it produced."""
+        """Process all audio that has arrived; return the captions it produced. A step that
+        raises (a model failure) has still dealt with its audio: the next step does not count
+        it as a backlog to shed for."""
         now = self._buffer.end
+        try:
+            return await self._step(now, draft)
+        finally:
+            self.processed_until = max(self.processed_until, now)
+
+    async def _step(self, now: float, draft: bool) -> list[Caption]:
         backlog = now - max(self.processed_until, self._handed_until)
         self.shed = next_level(
             self.shed,
@@ -391,7 +399,6 @@ class StreamingRecognizer:
         else:
             self._give(await self._draft(now, span[1]))
         self._give(await self._refined(wait=0.0))
-        self.processed_until = now
         return self._take_ready()
 
     async def refined_finals(self) -> list[Caption]:

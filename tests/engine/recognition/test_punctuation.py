@@ -6,8 +6,6 @@ as tiny.en does on an earnings call ("Further. More of financial profile")."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from engine.audio import SAMPLE_RATE
@@ -19,8 +17,7 @@ from engine.recognition.punctuation import (
     ends_sentence,
     without_sentence_end,
 )
-from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
-from tests.engine.recognition.test_recognizer import FakeVad, run_inline
+from tests.engine.recognition.test_recognizer import recognizer_on
 
 
 def test_sentence_marks_and_words_that_cannot_end_one() -> None:
@@ -102,13 +99,8 @@ def talk_audio(duration: float) -> np.ndarray:
 
 
 async def test_only_real_sentence_ends_close_a_sentence() -> None:
-    counter = itertools.count()
-    recognizer = StreamingRecognizer(
-        EveryPieceASentence(),
-        FakeVad(),  # type: ignore[arg-type]
-        run_inline,
-        lambda: next(counter),
-        RecognizerConfig(short_pause_s=0.15, min_silence_s=0.25, min_close_speech_s=0.0),
+    recognizer = recognizer_on(
+        EveryPieceASentence(), short_pause_s=0.15, min_silence_s=0.25, min_close_speech_s=0.0
     )
     audio = talk_audio(7.5)
     events: list[Caption] = []

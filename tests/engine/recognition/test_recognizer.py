@@ -21,7 +21,7 @@ import pytest
 
 from engine.audio import SAMPLE_RATE
 from engine.events import Caption, Word
-from engine.recognition.asr import Decoded, DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions, Transcriber
 from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
 from engine.recognition.shedding import Shed
 from engine.recognition.vad import WINDOW, NextSpeech
@@ -103,20 +103,25 @@ async def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def recognizer_on(
-    transcriber: FakeTranscriber,
+    transcriber: Transcriber,
     run: Callable[..., Any] = run_inline,
     crowded: Callable[[], bool] = lambda: False,
+    *,
+    vad: FakeVad | None = None,
+    run_first: Callable[..., Any] | None = None,
     **config: Any,
 ) -> StreamingRecognizer:
-    """A recogniser on ``transcriber`` and the fake VAD, its decodes made by ``run``."""
+    """A recogniser on ``transcriber`` and ``vad`` (a new fake VAD if not given), its
+    decodes made by ``run`` (finals and the VAD by ``run_first``, if given)."""
     counter = itertools.count()
     return StreamingRecognizer(
         transcriber,
-        FakeVad(),  # type: ignore[arg-type]
+        vad or FakeVad(),  # type: ignore[arg-type]
         run,
         lambda: next(counter),
         RecognizerConfig(**config),
         crowded=crowded,
+        run_first=run_first,
     )
 
 
@@ -188,7 +193,6 @@ async def test_the_speech_after_a_final_is_told_as_the_vad_heard_it() -> None:
 async def test_the_vad_and_the_finals_decodes_go_first_and_the_drafts_wait_their_turn() -> None:
     """Runs through ``run_first`` go ahead of the drafts waiting in the pool
     (engine/workers.py); here each runner only records what it ran."""
-    counter = itertools.count()
     transcriber = FakeTranscriber()
     vad = FakeVad()
     ran: dict[str, list[str]] = {"run": [], "first": []}
@@ -200,14 +204,7 @@ async def test_the_vad_and_the_finals_decodes_go_first_and_the_drafts_wait_their
 
         return run
 
-    recognizer = StreamingRecognizer(
-        transcriber,
-        vad,  # type: ignore[arg-type]
-        runner("run"),
-        lambda: next(counter),
-        RecognizerConfig(),
-        run_first=runner("first"),
-    )
+    recognizer = recognizer_on(transcriber, runner("run"), vad=vad, run_first=runner("first"))
     events = await feed(recognizer, make_audio(7.0), 0.3)
     events.extend(await recognizer.finish())
     assert finals(events) == ["Hello there my friends.", "This is a test."]
@@ -719,6 +716,8 @@ async def test_model_failure_propagates_and_next_step_recovers() -> None:
     recognizer.push(audio[8000:16000])
     with pytest.raises(RuntimeError):
         await recognizer.step()
+    # The failed step dealt with its audio: no backlog for the next step to shed for.
+    assert recognizer.backlog == 0.0
     events = await feed(recognizer, audio[16000:], 0.3)
     assert "This is a test." in finals(events)
 
