@@ -137,8 +137,15 @@ class FasterWhisperTranscriber:
 
         It ended by itself unless it reached CTranslate2's length limit: the smaller of half
         ``max_length`` and ``max_length`` less the prompt before the text
-        (``src/models/whisper.cc``; the half is Whisper's own sample length, so a budget
-        buys about half the tokens it names: docs/metrics.md, "Repetitions")."""
+        (``src/models/whisper.cc``; the half is Whisper's own sample length). With
+        faster-whisper's ``max_length`` (the prompt plus the budget) a budget buys about
+        half the tokens it names where the prompt is short. A greedy decode (a draft) gets
+        twice the budget as ``max_length``, so it buys what it names: at a stream's start,
+        with no prompt yet, a draft of fast speech lost its last words. A beam decode (a
+        final) keeps faster-whisper's limit: a final cut short is completed from its draft
+        (engine/recognition/policy.py ``anchor_to_hint``), and the whole budget changed
+        finals at stream start by the beam's choice alone, not by words recovered
+        (docs/metrics.md, "Repetitions / What a budget buys")."""
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
 
@@ -161,7 +168,10 @@ class FasterWhisperTranscriber:
         )
         encoded = model.encode(padded)
         budget = options.max_new_tokens or model.max_length // 2
-        max_length = min(model.max_length, len(prompt) + budget)
+        max_length = len(prompt) + budget
+        if options.beam_size == 1:
+            max_length = max(max_length, 2 * budget)  # the whole budget, not half of it
+        max_length = min(model.max_length, max_length)
         result = model.model.generate(
             encoded,
             [prompt],

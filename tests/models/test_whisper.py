@@ -141,6 +141,26 @@ def test_a_decode_says_whether_it_ended_by_itself_or_ran_out_of_budget(
         assert not cut.ended and 1 <= len(cut.words) < len(roomy.words), (prompt, cut)
 
 
+@pytest.mark.parametrize("full_window", [True, False], ids=["full-window", "short-window"])
+def test_a_budget_buys_the_tokens_it_names(
+    tiny_en: FasterWhisperTranscriber, audio: np.ndarray, full_window: bool
+) -> None:
+    """``max_new_tokens`` N lets a greedy decode (a draft) generate N tokens (one more
+    where a prompt comes before its start tokens), not the half of N plus the prompt that
+    CTranslate2's own limit leaves (models/whisper.py ``_decode_window``): at a stream's
+    start there is no prompt, and a draft of fast speech lost its last words."""
+    options = DecodeOptions(
+        language="en", beam_size=1, word_timestamps=False, full_window=full_window
+    )
+    clip = audio[: 8 * 16000]
+    count = tiny_en._model.hf_tokenizer.encode
+    for prompt in (None, "Shall I compare thee to a summer's day? Thou art more lovely."):
+        for budget in (10, 20):
+            cut = tiny_en.transcribe(clip, replace(options, max_new_tokens=budget, prompt=prompt))
+            tokens = len(count(text(cut), add_special_tokens=False).ids)
+            assert not cut.ended and budget <= tokens <= budget + 1, (prompt, budget, cut)
+
+
 def test_the_full_window_reads_as_faster_whisper_itself_does(
     tiny_en: FasterWhisperTranscriber, audio: np.ndarray
 ) -> None:
