@@ -37,6 +37,7 @@ from engine.speech.voice import VoiceKind
 from engine.telemetry import Observer
 from engine.translation.resources import Translation
 from engine.translation.routes import RouteTable
+from engine.translation.stage import TranslationConfig
 from engine.workers import Below, Workers
 from models.catalog import default_cache_dir, resolve_whisper, silero_vad_path
 from models.silero import SileroModel
@@ -256,6 +257,7 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
         setup_pool=setup,
         speech_model=recognition.multilingual if speech_translation else None,
         speech_pool=asr,
+        config=TranslationConfig(speech_drafts=settings.speech_drafts),
     )
     speech: Speech | None = None
     voices = services.voices

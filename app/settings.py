@@ -45,6 +45,11 @@ class Settings:
     apertium: bool = True
     whisper_translate: bool = True
     """Translate non-English speech into English with Whisper base (needs ``*`` loaded)."""
+    speech_drafts: bool = True
+    """Where Whisper-translate is a pair's only route (German into English), draft the open
+    sentence from its audio at each source final, while someone reads the language
+    (engine/translation/stage.py); off, such a reader sees nothing until the sentence's
+    final."""
     cpu_threads: int = 1
     """CTranslate2 threads a Whisper decode runs on. One is fastest on 2 cores: with two,
     tiny.en's beam-5 decoder steps took 14 ms a token instead of 3.7 (base: 22 instead of
@@ -156,6 +161,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_CT2_MODELS": ("ct2_models", _parse_map),
     "INTERP_APERTIUM": ("apertium", _flag),
     "INTERP_WHISPER_TRANSLATE": ("whisper_translate", _flag),
+    "INTERP_SPEECH_DRAFTS": ("speech_drafts", _flag),
     "INTERP_WS": ("websocket_impl", str),
     "INTERP_SHORT_WINDOW": ("short_window", _flag),
     "INTERP_CPU_THREADS": ("cpu_threads", int),

@@ -40,10 +40,19 @@ class Translation:
                     plans[target] = await self.setup_pool.run(self.provider.plan, route)
             if not plans:
                 continue
-            speech = None
+            speech = drafts = None
             if self.speech_model is not None and any(p.route.speech_final for p in plans.values()):
                 speech = whisper_translate(self.speech_model, self.speech_pool, source)
+                if self.config.speech_drafts:
+                    drafts = whisper_translate(
+                        self.speech_model, self.speech_pool, source, beam_size=1
+                    )
             translators[source] = SessionTranslator(
-                source, publish, plans, whisper_translate=speech, config=self.config
+                source,
+                publish,
+                plans,
+                whisper_translate=speech,
+                whisper_drafts=drafts,
+                config=self.config,
             )
         return translators

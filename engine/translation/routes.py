@@ -12,8 +12,9 @@ Preference for finals: the best measured route of the pair (``python -m bench ro
 shipped as models/route_quality.json), else a user CT2 model, else Whisper-translate for
 X->en, else Apertium.
 Preference for drafts (each update of a segment is translated, so speed wins): Apertium, else
-a CT2 model (greedy), else none: a Whisper-translate route without a text route shows the
-source draft until the final.
+a CT2 model (greedy), else none: a Whisper-translate route without a text route drafts from
+speech, a greedy decode of the open sentence's audio at each of its source finals
+(engine/translation/stage.py).
 """
 
 from __future__ import annotations
@@ -206,7 +207,7 @@ class RouteTable:
             final = choose_final(candidates)
             others = [describe(c) for c in candidates if c is not final]
             note = f"final: {describe(final)}; draft: " + (
-                f"{_NAMES[draft.kind]} {draft.ref}" if draft else "none (source shown)"
+                f"{_NAMES[draft.kind]} {draft.ref}" if draft else "from speech (greedy)"
             )
             if others:
                 note += "; also measured: " + "; ".join(others)

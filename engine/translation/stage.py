@@ -24,6 +24,10 @@ Translation is made once per target language (a *lane*), never once per listener
   are drafted again under their own segment once that sentence's final is out. What is
   shown is stabilised (:func:`engine.translation.text.stabilise`). A draft of a segment a
   sentence final already covers is never published, and drafts never wait behind finals.
+  A route with no text backend (Whisper-translate alone: German into English) drafts from
+  speech: each source final of a sentence still open has the sentence's audio so far
+  decoded greedily (``whisper_drafts``), so its reader sees the sentence take shape
+  instead of nothing until its final (docs/metrics.md, "Speech drafts").
 
 Corrections (engine/editing.py): a person's correction of a source final reaches the stage
 through :meth:`SessionTranslator.correct`. A sentence not yet translated is translated with
@@ -101,6 +105,10 @@ class TranslationConfig:
     ``pause_s``, which is longer here because the next draft can come two seconds after a
     final while the recogniser catches up (its refine, drafts shed). docs/metrics.md,
     "Marks inside a sentence"."""
+    speech_drafts: bool = True
+    """A route with no text backend drafts from speech (module docstring): a greedy decode
+    of the open sentence's audio at each of its source finals, on the recogniser's pool,
+    only while someone reads the language."""
     recent_audio_s: float = 120.0
     """Seconds of recent sentences' audio kept (only where a route translates speech) so a
     correction can be decoded again from it."""
@@ -268,6 +276,7 @@ class SessionTranslator:
         plans: Mapping[str, TargetPlan],
         *,
         whisper_translate: WhisperTranslate | None = None,
+        whisper_drafts: WhisperTranslate | None = None,
         glossary: Glossary | Mapping[str, Mapping[str, str]] | None = None,
         config: TranslationConfig | None = None,
     ) -> None:
@@ -277,6 +286,7 @@ class SessionTranslator:
             languages.normalise(t): _Lane(languages.normalise(t), p) for t, p in plans.items()
         }
         self._whisper = whisper_translate
+        self._whisper_drafts = whisper_drafts
         self._glossary = glossary if isinstance(glossary, Glossary) else Glossary(glossary)
         self.config = config or TranslationConfig()
         self.stats = TranslationStats()
@@ -543,10 +553,18 @@ class SessionTranslator:
         task = asyncio.ensure_future(work)
         task.add_done_callback(_log_crash)
 
+    def _speaks_drafts(self, lane: _Lane) -> bool:
+        """Whether ``lane`` drafts from speech: its route has no text backend, and its
+        final translates the speech, with a fast decode for drafts."""
+        plan = lane.plan
+        return plan.draft is None and plan.route.speech_final and self._whisper_drafts is not None
+
     def _want_draft(self, lane: _Lane, draft: _Draft) -> None:
         segment = draft.caption.segment
-        if not lane.reading or lane.plan.draft is None or lane.is_covered(segment):
+        if not lane.reading or lane.is_covered(segment):
             return
+        if lane.plan.draft is None and not (draft.refined and self._speaks_drafts(lane)):
+            return  # no text backend, and a source draft's audio is not kept
         if segment in lane.pending:
             self.stats.drafts_stale += 1
         lane.pending[segment] = draft
@@ -561,10 +579,12 @@ class SessionTranslator:
                 await self._translate_draft(lane, draft)
 
     async def _translate_draft(self, lane: _Lane, draft: _Draft) -> None:
-        if lane.plan.draft is None:
-            return
         if lane.finals.qsize() >= self.config.degrade_backlog:  # overloaded: finals first
             self.stats.drafts_stale += 1
+            return
+        if lane.plan.draft is None:
+            if self._speaks_drafts(lane):
+                await self._speech_draft(lane, draft)
             return
         caption = draft.caption
         source = caption.text
@@ -593,6 +613,32 @@ class SessionTranslator:
         except Exception:  # a model failure: drafts are disposable, the final reports it
             self.stats.drafts_failed += 1
             log.exception("draft translation into %s failed", lane.target)
+            return
+        await self._show_draft(lane, parts, draft, translated)
+
+    async def _speech_draft(self, lane: _Lane, draft: _Draft) -> None:
+        """Draft the open sentence of ``draft``'s speaker from its audio so far (its finals':
+        a source draft's audio is not kept)."""
+        who = _speaker_key(draft.caption)
+        assembler = self._sentences.get(who)
+        pieces = assembler.pieces if assembler is not None else ()
+        audio = Sentence(pieces).audio() if pieces else None
+        parts = self._open_sentence(lane, who)
+        if audio is None or not parts:
+            return
+        head = parts[0].caption.segment
+        text = " ".join(part.text for part in parts)
+        if text == lane.draft_source.get(head):
+            return  # nothing new since the last draft
+        lane.draft_source[head] = text
+        try:
+            translated = await self._translate_speech(lane, audio, draft=True)
+        except Saturated:
+            self.stats.drafts_stale += 1
+            return
+        except Exception:  # a model failure: drafts are disposable, the final reports it
+            self.stats.drafts_failed += 1
+            log.exception("speech draft into %s failed", lane.target)
             return
         await self._show_draft(lane, parts, draft, translated)
 
@@ -773,21 +819,23 @@ class SessionTranslator:
         return await self._translate_text(plan.draft, lane.target, self.source_text(sentence))
 
     async def _translate_speech(
-        self, lane: _Lane, audio: np.ndarray, taught: Iterable[str] = ()
+        self, lane: _Lane, audio: np.ndarray, taught: Iterable[str] = (), *, draft: bool = False
     ) -> str:
-        """``audio`` translated by Whisper; ``taught``: words a person's correction brought
-        (names, numbers), given as hint text with the glossary's."""
-        assert self._whisper is not None
+        """``audio`` translated by Whisper (its fast decode for a ``draft``); ``taught``: words
+        a person's correction brought (names, numbers), given as hint text with the
+        glossary's."""
+        whisper = self._whisper_drafts if draft else self._whisper
+        assert whisper is not None
         terms = self._glossary.for_target(lane.target)
         hints = ", ".join([*(taught or ()), *([terms.hint()] if terms else [])])
         made = await translate_prompted(
-            self._whisper,
+            whisper,
             audio,
             hints=hints,
             previous=lane.previous_translation,
             rules=self.config.prompt,
         )
-        if made.misled is Misled.ECHO:
+        if made.misled is Misled.ECHO and not draft:
             self.stats.finals_echoed += 1
         text = made.text
         return terms.substitute(text) if terms else text

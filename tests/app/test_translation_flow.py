@@ -172,6 +172,49 @@ async def test_spanish_speech_gets_whisper_translated_english_finals(
     assert chrf > 30, (chrf, hypothesis, reference)
 
 
+async def test_german_speech_shows_english_drafts_before_each_sentence_final(
+    server: ServerProcess,
+) -> None:
+    """German into English has no text route: while the sentence is open, its reader sees
+    drafts translated from the speech (engine/translation/stage.py), English, under the
+    sentence's first segment, before the final that replaces them."""
+    (clip, *_) = fleurs_clips("de")
+    session = create_session(server.url, source_language="de", target_languages=["en"])
+    url = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}?lang=en"
+    english: list[dict[str, object]] = []
+    stop = asyncio.Event()
+    task = asyncio.create_task(_listen(url, english, stop))
+    await asyncio.sleep(0.3)
+    silence = b"\x00\x00" * 16000
+    run = await stream_recording(
+        server.url,
+        read_wav(fleurs_audio(clip))[0] + silence,
+        16000,
+        speed=1.0,
+        session=session,
+        language="de",
+    )
+    said = {int(e["segment"]) for e in run.finals() if e["source"]}  # type: ignore[call-overload]
+    assert len(said) >= 2, "the clip is said in several segments"
+
+    async def complete() -> None:
+        while {s for sources in _covered(english, "en") for s in sources} != said:
+            await asyncio.sleep(0.1)
+
+    await asyncio.wait_for(complete(), 60)
+    stop.set()
+    await task
+    translated = [e for e in english if e.get("lang") == "en" and e.get("source") is False]
+    states = [e["state"] for e in translated if e.get("text")]
+    assert "draft" in states and states.index("draft") < states.index("final"), states
+    draft = next(e for e in translated if e["state"] == "draft" and e.get("text"))
+    final = next(e for e in translated if e["state"] == "final")
+    assert draft["segment"] == final["segment"]
+    german = set(str(clip["source_text"]).lower().split())
+    words = str(draft["text"]).lower().split()
+    assert len(words) >= 3 and len(german & set(words)) < len(words) / 2, draft
+
+
 def test_glossary_needs_the_presenter_token_and_offered_languages(server: ServerProcess) -> None:
     session = create_session(server.url, target_languages=["es"])
     url = f"{server.url}/api/sessions/{session['code']}/glossary"
