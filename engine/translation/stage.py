@@ -582,7 +582,8 @@ class SessionTranslator:
         if lane.finals.qsize() >= self.config.degrade_backlog:  # overloaded: finals first
             self.stats.drafts_stale += 1
             return
-        if lane.plan.draft is None:
+        backend = lane.plan.draft
+        if backend is None:
             if self._speaks_drafts(lane):
                 await self._speech_draft(lane, draft)
             return
@@ -600,21 +601,9 @@ class SessionTranslator:
         if caption.segment in lane.held:
             return  # drafted once the sentence that showed its words has its final
         parts = self._open_sentence(lane, _speaker_key(caption))
-        head = parts[0].caption.segment
-        text = " ".join(part.text for part in parts)
-        if text == lane.draft_source.get(head):
-            return  # nothing new since the last draft
-        lane.draft_source[head] = text
-        try:
-            translated = await self._translate_text(lane.plan.draft, lane.target, text)
-        except Saturated:
-            self.stats.drafts_stale += 1
-            return
-        except Exception:  # a model failure: drafts are disposable, the final reports it
-            self.stats.drafts_failed += 1
-            log.exception("draft translation into %s failed", lane.target)
-            return
-        await self._show_draft(lane, parts, draft, translated)
+        await self._draft_sentence(
+            lane, draft, parts, lambda text: self._translate_text(backend, lane.target, text)
+        )
 
     async def _speech_draft(self, lane: _Lane, draft: _Draft) -> None:
         """Draft the open sentence of ``draft``'s speaker from its audio so far (its finals':
@@ -623,8 +612,23 @@ class SessionTranslator:
         assembler = self._sentences.get(who)
         pieces = assembler.pieces if assembler is not None else ()
         audio = Sentence(pieces).audio() if pieces else None
+        if audio is None:
+            return
         parts = self._open_sentence(lane, who)
-        if audio is None or not parts:
+        await self._draft_sentence(
+            lane, draft, parts, lambda _text: self._translate_speech(lane, audio, draft=True)
+        )
+
+    async def _draft_sentence(
+        self,
+        lane: _Lane,
+        draft: _Draft,
+        parts: list[_Source],
+        translate: Callable[[str], Awaitable[str]],
+    ) -> None:
+        """Translate the open sentence ``parts`` (``translate`` is given its source text)
+        and show it, unless its text is what the lane last drafted of it."""
+        if not parts:
             return
         head = parts[0].caption.segment
         text = " ".join(part.text for part in parts)
@@ -632,13 +636,13 @@ class SessionTranslator:
             return  # nothing new since the last draft
         lane.draft_source[head] = text
         try:
-            translated = await self._translate_speech(lane, audio, draft=True)
+            translated = await translate(text)
         except Saturated:
             self.stats.drafts_stale += 1
             return
         except Exception:  # a model failure: drafts are disposable, the final reports it
             self.stats.drafts_failed += 1
-            log.exception("speech draft into %s failed", lane.target)
+            log.exception("draft translation into %s failed", lane.target)
             return
         await self._show_draft(lane, parts, draft, translated)
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from typing import Any
 
 import httpx
 import pytest
 import websockets
 
 from tests.data import SONNET, fleurs_audio, fleurs_clips
-from tests.support import ServerProcess, create_session, read_wav, stream_recording
+from tests.support import (
+    PresenterRun,
+    ServerProcess,
+    create_session,
+    read_wav,
+    stream_recording,
+)
 
 pytestmark = [
     pytest.mark.model,
@@ -131,28 +138,23 @@ def test_unsupported_target_language_is_refused(server: ServerProcess) -> None:
     assert "ko" in response.json()["error"]
 
 
-async def test_spanish_speech_gets_whisper_translated_english_finals(
-    server: ServerProcess,
-) -> None:
-    import sacrebleu
-
-    clips = fleurs_clips("es")[:2]
-    assert len(clips) == 2, "two Spanish FLEURS clips in tests/data"
-    session = create_session(server.url, source_language="es", target_languages=["en"])
+async def _talk_read_in_english(
+    server: ServerProcess, clips: list[dict[str, Any]], lang: str, speed: float
+) -> tuple[PresenterRun, list[dict[str, object]]]:
+    """Stream ``clips`` back to back, one second of silence between them, as one talk in
+    ``lang``, with an English reader listening; return the presenter's run and what the
+    reader received once every source final is covered by an English final."""
+    session = create_session(server.url, source_language=lang, target_languages=["en"])
     url = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}?lang=en"
     english: list[dict[str, object]] = []
     stop = asyncio.Event()
     task = asyncio.create_task(_listen(url, english, stop))
     await asyncio.sleep(0.3)
-    # The two clips back to back, one second of silence between them, as one talk.
     silence = b"\x00\x00" * 16000
     pcm = silence.join(read_wav(fleurs_audio(c))[0] for c in clips)
     run = await stream_recording(
-        server.url, pcm + silence, 16000, speed=4.0, session=session, language="es"
+        server.url, pcm + silence, 16000, speed=speed, session=session, language=lang
     )
-    spanish_finals = [e for e in run.finals() if e["source"] and e["text"]]
-    assert spanish_finals
-
     said = {int(e["segment"]) for e in run.finals() if e["source"]}  # type: ignore[call-overload]
 
     async def complete() -> None:
@@ -162,10 +164,22 @@ async def test_spanish_speech_gets_whisper_translated_english_finals(
     await asyncio.wait_for(complete(), 60)
     stop.set()
     await task
+    return run, english
+
+
+async def test_spanish_speech_gets_whisper_translated_english_finals(
+    server: ServerProcess,
+) -> None:
+    import sacrebleu
+
+    clips = fleurs_clips("es")[:2]
+    assert len(clips) == 2, "two Spanish FLEURS clips in tests/data"
+    run, english = await _talk_read_in_english(server, clips, "es", speed=4.0)
+    assert [e for e in run.finals() if e["source"] and e["text"]]
     hypothesis = " ".join(
         _finals(english, "en", False)[k] for k in sorted(_finals(english, "en", False))
     )
-    reference = " ".join(str(c["translations"]["eng_Latn"]) for c in clips)  # type: ignore[index]
+    reference = " ".join(str(c["translations"]["eng_Latn"]) for c in clips)
     chrf = sacrebleu.corpus_chrf([hypothesis], [[reference]]).score
     # Whisper base translate scored chrF 48.7 on four es/de FLEURS clips offline; a streamed
     # talk is segmented by pauses, which costs some context.
@@ -179,31 +193,9 @@ async def test_german_speech_shows_english_drafts_before_each_sentence_final(
     drafts translated from the speech (engine/translation/stage.py), English, under the
     sentence's first segment, before the final that replaces them."""
     (clip, *_) = fleurs_clips("de")
-    session = create_session(server.url, source_language="de", target_languages=["en"])
-    url = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}?lang=en"
-    english: list[dict[str, object]] = []
-    stop = asyncio.Event()
-    task = asyncio.create_task(_listen(url, english, stop))
-    await asyncio.sleep(0.3)
-    silence = b"\x00\x00" * 16000
-    run = await stream_recording(
-        server.url,
-        read_wav(fleurs_audio(clip))[0] + silence,
-        16000,
-        speed=1.0,
-        session=session,
-        language="de",
-    )
+    run, english = await _talk_read_in_english(server, [clip], "de", speed=1.0)
     said = {int(e["segment"]) for e in run.finals() if e["source"]}  # type: ignore[call-overload]
     assert len(said) >= 2, "the clip is said in several segments"
-
-    async def complete() -> None:
-        while {s for sources in _covered(english, "en") for s in sources} != said:
-            await asyncio.sleep(0.1)
-
-    await asyncio.wait_for(complete(), 60)
-    stop.set()
-    await task
     translated = [e for e in english if e.get("lang") == "en" and e.get("source") is False]
     states = [e["state"] for e in translated if e.get("text")]
     assert "draft" in states and states.index("draft") < states.index("final"), states
