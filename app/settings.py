@@ -47,7 +47,7 @@ class Settings:
     """Translate non-English speech into English with Whisper base (needs ``*`` loaded)."""
     speech_drafts: bool = True
     """Where Whisper-translate is a pair's only route (German into English), draft the open
-    sentence from its audio at each source final, while someone reads the language
+    sentence from its audio as it is heard, while someone reads the language
     (engine/translation/stage.py); off, such a reader sees nothing until the sentence's
     final."""
     cpu_threads: int = 1

@@ -76,6 +76,8 @@ class Recognizer(Protocol):
 
     def take_final_audio(self, segment: int) -> Samples | None: ...
 
+    def draft_audio(self, segment: int) -> Samples | None: ...
+
     def next_speech(self, end: float) -> NextSpeech | None: ...
 
     def set_terms(self, hint: str) -> None: ...
@@ -232,4 +234,6 @@ class PresenterStream:
                         after=self.recognizer.next_speech(numbered.end),
                     )
                 else:
-                    await translator.on_source(numbered)
+                    await translator.on_source(
+                        numbered, self.recognizer.draft_audio(numbered.segment)
+                    )

@@ -115,6 +115,9 @@ class DetectingRecognizer:
     def take_final_audio(self, segment: int) -> Samples | None:
         return self._inner.take_final_audio(segment) if self._inner is not None else None
 
+    def draft_audio(self, segment: int) -> Samples | None:
+        return self._inner.draft_audio(segment) if self._inner is not None else None
+
     def next_speech(self, end: float) -> NextSpeech | None:
         return self._inner.next_speech(end) if self._inner is not None else None
 

@@ -337,6 +337,14 @@ class StreamingRecognizer:
         speech translation of the final); each is handed out once."""
         return self._final_audio.pop(segment, None)
 
+    def draft_audio(self, segment: int) -> Samples | None:
+        """The audio heard so far of ``segment`` if it is the open one (only with
+        ``keep_final_audio``): what a speech translation drafts from before its final."""
+        seg = self._segment
+        if not self.config.keep_final_audio or seg.id != segment:
+            return None
+        return self._buffer.slice(seg.start, self._buffer.end).copy()
+
     def push(self, samples: Samples) -> None:
         """Append 16 kHz audio (cheap; safe on the event loop)."""
         self._buffer.append(samples)

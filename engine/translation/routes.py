@@ -13,8 +13,7 @@ shipped as models/route_quality.json), else a user CT2 model, else Whisper-trans
 X->en, else Apertium.
 Preference for drafts (each update of a segment is translated, so speed wins): Apertium, else
 a CT2 model (greedy), else none: a Whisper-translate route without a text route drafts from
-speech, a greedy decode of the open sentence's audio at each of its source finals
-(engine/translation/stage.py).
+speech, a greedy decode of the open sentence's audio so far (engine/translation/stage.py).
 """
 
 from __future__ import annotations

@@ -25,9 +25,11 @@ Translation is made once per target language (a *lane*), never once per listener
   shown is stabilised (:func:`engine.translation.text.stabilise`). A draft of a segment a
   sentence final already covers is never published, and drafts never wait behind finals.
   A route with no text backend (Whisper-translate alone: German into English) drafts from
-  speech: each source final of a sentence still open has the sentence's audio so far
-  decoded greedily (``whisper_drafts``), so its reader sees the sentence take shape
-  instead of nothing until its final (docs/metrics.md, "Speech drafts").
+  speech: at each source final of a sentence still open, and at a source draft once
+  ``speech_draft_every_s`` more speech has come, the sentence's audio so far (its finals',
+  then its open segments' as their drafts heard them) is decoded greedily
+  (``whisper_drafts``), so its reader sees the sentence take shape instead of nothing until
+  its final (docs/metrics.md, "Speech drafts").
 
 Corrections (engine/editing.py): a person's correction of a source final reaches the stage
 through :meth:`SessionTranslator.correct`. A sentence not yet translated is translated with
@@ -107,8 +109,13 @@ class TranslationConfig:
     "Marks inside a sentence"."""
     speech_drafts: bool = True
     """A route with no text backend drafts from speech (module docstring): a greedy decode
-    of the open sentence's audio at each of its source finals, on the recogniser's pool,
-    only while someone reads the language."""
+    of the open sentence's audio at each of its source finals, and at a source draft once
+    ``speech_draft_every_s`` more of it has been heard, on the recogniser's pool, only
+    while someone reads the language."""
+    speech_draft_every_s: float = 1.5
+    """How much more speech a source draft must bring before it is drafted from speech
+    again (a source final always is): each such draft decodes the whole open sentence
+    (docs/metrics.md, "Speech drafts")."""
     recent_audio_s: float = 120.0
     """Seconds of recent sentences' audio kept (only where a route translates speech) so a
     correction can be decoded again from it."""
@@ -145,6 +152,8 @@ class _Draft:
     arrived: float
     refined: bool = False
     """Made from a source final (of a sentence still open): its source will not change."""
+    audio: np.ndarray | None = None
+    """A source draft's segment audio so far, where a route drafts from speech."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +217,8 @@ class _Lane:
         """The translated draft shown under each open segment (a sentence's first)."""
         self.draft_source: dict[int, str] = {}
         """The source text each shown draft was made from."""
+        self.speech_heard: dict[int, float] = {}
+        """Seconds of its sentence's audio the last speech draft under a segment heard."""
         self.sources: dict[int, _Source] = {}
         """The newest source text of each open segment a draft brought."""
         self.shown_under: dict[int, int] = {}
@@ -236,6 +247,7 @@ class _Lane:
             dropped += self.pending.pop(segment, None) is not None
             self.shown.pop(segment, None)
             self.draft_source.pop(segment, None)
+            self.speech_heard.pop(segment, None)
             self.sources.pop(segment, None)
             self.shown_under.pop(segment, None)
             self.held.pop(segment, None)
@@ -420,7 +432,7 @@ class SessionTranslator:
         if not caption.is_final:
             assembler.hear(caption)
             for lane in self._lanes.values():
-                self._want_draft(lane, _Draft(caption, now))
+                self._want_draft(lane, _Draft(caption, now, audio=audio))
             return
         sentence = assembler.add(SourcePiece(caption, audio), whole=whole)
         if sentence is not None:
@@ -563,8 +575,9 @@ class SessionTranslator:
         segment = draft.caption.segment
         if not lane.reading or lane.is_covered(segment):
             return
-        if lane.plan.draft is None and not (draft.refined and self._speaks_drafts(lane)):
-            return  # no text backend, and a source draft's audio is not kept
+        heard = draft.refined or draft.audio is not None
+        if lane.plan.draft is None and not (heard and self._speaks_drafts(lane)):
+            return  # no text backend, and no audio to draft from
         if segment in lane.pending:
             self.stats.drafts_stale += 1
         lane.pending[segment] = draft
@@ -583,9 +596,7 @@ class SessionTranslator:
             self.stats.drafts_stale += 1
             return
         backend = lane.plan.draft
-        if backend is None:
-            if self._speaks_drafts(lane):
-                await self._speech_draft(lane, draft)
+        if backend is None and not self._speaks_drafts(lane):
             return
         caption = draft.caption
         source = caption.text
@@ -600,24 +611,42 @@ class SessionTranslator:
         lane.sources[caption.segment] = _Source(draft, source, settled)
         if caption.segment in lane.held:
             return  # drafted once the sentence that showed its words has its final
-        parts = self._open_sentence(lane, _speaker_key(caption))
-        await self._draft_sentence(
-            lane, draft, parts, lambda text: self._translate_text(backend, lane.target, text)
-        )
-
-    async def _speech_draft(self, lane: _Lane, draft: _Draft) -> None:
-        """Draft the open sentence of ``draft``'s speaker from its audio so far (its finals':
-        a source draft's audio is not kept)."""
-        who = _speaker_key(draft.caption)
-        assembler = self._sentences.get(who)
-        pieces = assembler.pieces if assembler is not None else ()
-        audio = Sentence(pieces).audio() if pieces else None
+        who = _speaker_key(caption)
+        parts = self._open_sentence(lane, who)
+        if backend is not None:
+            await self._draft_sentence(
+                lane, draft, parts, lambda text: self._translate_text(backend, lane.target, text)
+            )
+            return
+        audio = self._sentence_audio(who, parts)
         if audio is None:
             return
-        parts = self._open_sentence(lane, who)
+        seconds = len(audio) / 16000
+        head = parts[0].caption.segment
+        if not draft.refined and (
+            seconds - lane.speech_heard.get(head, 0.0) < self.config.speech_draft_every_s
+        ):
+            return  # a source final, or enough new speech, brings the next one
+        lane.speech_heard[head] = seconds
         await self._draft_sentence(
-            lane, draft, parts, lambda _text: self._translate_speech(lane, audio, draft=True)
+            lane,
+            draft,
+            parts,
+            lambda _text: self._translate_speech(lane, audio, draft=True),
         )
+
+    def _sentence_audio(self, who: str, parts: list[_Source]) -> np.ndarray | None:
+        """The audio of the open sentence ``parts`` of ``who``: its finals' and then its
+        open segments' as their newest drafts heard them; None if a part's is missing."""
+        assembler = self._sentences.get(who)
+        pieces = {p.caption.segment: p.audio for p in assembler.pieces} if assembler else {}
+        audio = [
+            pieces[part.caption.segment] if part.caption.segment in pieces else part.draft.audio
+            for part in parts
+        ]
+        if not audio or any(a is None for a in audio):
+            return None
+        return np.concatenate([a for a in audio if a is not None])
 
     async def _draft_sentence(
         self,

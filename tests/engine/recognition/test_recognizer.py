@@ -790,3 +790,26 @@ async def test_a_refine_that_gives_no_words_with_context_is_made_again_without()
     assert recognizer.context_misses >= 1
     retried = [o for o in transcriber.calls if o.full_window and not o.prefix]
     assert len(retried) >= 2  # the first segment (no context to hear) and the retry
+
+
+@pytest.mark.parametrize("keep", [True, False], ids=["kept", "not-kept"])
+async def test_a_draft_hands_over_its_open_segments_audio_so_far(keep: bool) -> None:
+    """For speech translation (``keep_final_audio``), the open segment's audio heard so far
+    goes with its draft (``draft_audio``); a closed segment's, or any without the option,
+    does not."""
+    recognizer, _ = make_recognizer(keep_final_audio=keep)
+    audio = make_audio(7.0)
+    events = await feed(recognizer, audio[: int(4.6 * SAMPLE_RATE)], 0.3)
+    drafts = [e for e in events if not e.is_final and e.text]
+    finals_made = [e for e in events if e.is_final]
+    assert drafts and finals_made
+    open_draft = drafts[-1]
+    heard = recognizer.draft_audio(open_draft.segment)
+    assert recognizer.draft_audio(finals_made[0].segment) is None
+    if not keep:
+        assert heard is None
+        return
+    assert heard is not None
+    # It begins a lead-in before the second sentence (3.7 s) and runs to what was pushed.
+    assert len(heard) / SAMPLE_RATE == pytest.approx(4.6 - (3.7 - 0.3), abs=0.15)
+    assert float(heard[-1]) == pytest.approx(4.6 / 1000, abs=1e-3)

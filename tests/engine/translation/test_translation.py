@@ -837,6 +837,65 @@ async def test_a_speech_route_without_a_text_route_drafts_the_open_sentence_from
     await session.close()
 
 
+async def test_speech_drafts_come_from_source_drafts_once_enough_new_speech_is_heard(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    """A source draft brings its segment's audio so far: the open sentence (its finals'
+    audio, then that) is drafted from speech once ``speech_draft_every_s`` more of it has
+    been heard since the last speech draft; a source final always is."""
+    fast: list[int] = []
+
+    async def whisper(audio: np.ndarray, prompt: str | None) -> str:
+        return f"final of {len(audio)}."
+
+    async def whisper_drafts(audio: np.ndarray, prompt: str | None) -> str:
+        fast.append(len(audio))
+        return f"draft of {len(audio)} samples"
+
+    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
+    published = Recorder()
+    session = SessionTranslator(
+        "de",
+        published,
+        {"en": TargetPlan(route, None, None)},
+        whisper_translate=whisper,
+        whisper_drafts=whisper_drafts,
+        config=TranslationConfig(speech_draft_every_s=1.5),
+    )
+    session.set_languages({"en"})
+
+    def seconds(n: float) -> np.ndarray:
+        return np.zeros(int(n * 16000), np.float32)
+
+    async def settled(calls: int) -> None:
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if len(fast) >= calls:
+                break
+        await asyncio.sleep(0.05)
+
+    await session.on_source(draft(0, "Die Höhle"), seconds(1.0))  # too little speech yet
+    await session.on_source(draft(0, "Die Höhle liegt"), seconds(2.0))
+    await settled(1)
+    await session.on_source(draft(0, "Die Höhle liegt auf"), seconds(2.5))  # 0.5 s more
+    first = final(0, "Die Höhle liegt auf der Spitze")
+    await session.on_source(first, seconds(3.0))  # a final always is
+    await settled(2)
+    going = dataclasses.replace(draft(1, "eines Berges"), start=first.end)
+    await session.on_source(going, seconds(1.0))  # 1 s more than the final's draft heard
+    await session.on_source(dataclasses.replace(going, text="eines Berges nördlich"), seconds(2.0))
+    await settled(3)
+    await session.on_source(going_on(first, 1, "eines Berges nördlich von Mekka."), seconds(2.5))
+    await session.drain()
+    assert fast[:3] == [32000, 48000, 80000] and set(fast[3:]) <= {88000}, fast
+    drafts = [(c.segment, c.sources) for c in published.captions("en", "draft")]
+    assert drafts[-1] == (0, (0, 1)), drafts
+    assert [(c.sources, c.text) for c in published.captions("en", "final")] == [
+        ((0, 1), "final of 88000.")
+    ]
+    await session.close()
+
+
 async def test_a_speech_route_translates_a_sentence_again_when_it_echoes_the_one_before(
     pools: Callable[[str], WorkerPool],
 ) -> None:
