@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -787,13 +788,12 @@ async def test_speech_route_translates_whole_sentences_while_someone_reads(
     await session.close()
 
 
-async def test_a_speech_route_without_a_text_route_drafts_the_open_sentence_from_its_audio(
-    pools: Callable[[str], WorkerPool],
-) -> None:
-    """German into English has no text backend. While someone reads English, each source
-    final of a sentence still open has the sentence's audio so far decoded by the fast
-    decode, shown as one draft under the sentence's first segment; its final comes from the
-    careful decode. Nobody reading: no decode at all."""
+def german_read_in_english(
+    **config: Any,
+) -> tuple[Recorder, SessionTranslator, list[int], list[int]]:
+    """A German session whose English has no text route: Whisper-translate's careful decode
+    makes the finals ("final of N."), its fast one the drafts ("draft of N"), each
+    recording how many samples it heard."""
     careful: list[int] = []
     fast: list[int] = []
 
@@ -813,7 +813,19 @@ async def test_a_speech_route_without_a_text_route_drafts_the_open_sentence_from
         {"en": TargetPlan(route, None, None)},
         whisper_translate=whisper,
         whisper_drafts=whisper_drafts,
+        config=TranslationConfig(**config),
     )
+    return published, session, careful, fast
+
+
+async def test_a_speech_route_without_a_text_route_drafts_the_open_sentence_from_its_audio(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    """German into English has no text backend. While someone reads English, each source
+    final of a sentence still open has the sentence's audio so far decoded by the fast
+    decode, shown as one draft under the sentence's first segment; its final comes from the
+    careful decode. Nobody reading: no decode at all."""
+    published, session, careful, fast = german_read_in_english()
     first = final(0, "Niemand liest")
     await session.on_source(first, np.zeros(16000, np.float32))
     await session.on_source(going_on(first, 1, "noch mit."), np.zeros(8000, np.float32))
@@ -843,25 +855,7 @@ async def test_speech_drafts_come_from_source_drafts_once_enough_new_speech_is_h
     """A source draft brings its segment's audio so far: the open sentence (its finals'
     audio, then that) is drafted from speech once ``speech_draft_every_s`` more of it has
     been heard since the last speech draft; a source final always is."""
-    fast: list[int] = []
-
-    async def whisper(audio: np.ndarray, prompt: str | None) -> str:
-        return f"final of {len(audio)}."
-
-    async def whisper_drafts(audio: np.ndarray, prompt: str | None) -> str:
-        fast.append(len(audio))
-        return f"draft of {len(audio)} samples"
-
-    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
-    published = Recorder()
-    session = SessionTranslator(
-        "de",
-        published,
-        {"en": TargetPlan(route, None, None)},
-        whisper_translate=whisper,
-        whisper_drafts=whisper_drafts,
-        config=TranslationConfig(speech_draft_every_s=1.5),
-    )
+    published, session, _, fast = german_read_in_english(speech_draft_every_s=1.5)
     session.set_languages({"en"})
 
     def seconds(n: float) -> np.ndarray:
