@@ -69,6 +69,7 @@ class Priority(IntEnum):
 
     FIRST = 0
     NORMAL = 1
+    LAST = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,11 @@ class WorkerPool:
     async def run_first(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``fn`` ahead of every :meth:`run` call still waiting for a thread."""
         return await self._call(Priority.FIRST, functools.partial(fn, *args, **kwargs))
+
+    async def run_last(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn`` behind every :meth:`run` and :meth:`run_first` call waiting for a
+        thread: work that may be late without anyone missing it."""
+        return await self._call(Priority.LAST, functools.partial(fn, *args, **kwargs))
 
     async def _call(self, priority: Priority, fn: Callable[[], T]) -> T:
         if self._pending >= self.max_pending:

@@ -73,6 +73,7 @@ def whisper_translate(
     *,
     beam_size: int = 5,
     max_tokens_per_second: float = 8.0,
+    behind: bool = False,
 ) -> WhisperTranslate:
     """A :data:`WhisperTranslate` for speech in ``source`` with a multilingual Whisper model
     (``task="translate"``, beam 5, temperature 0: MODELS.md), run on ``pool`` (the ASR pool:
@@ -90,7 +91,8 @@ def whisper_translate(
             # Bounds every decode; loops are cut here rather than after the fact.
             max_new_tokens=int(max_tokens_per_second * seconds) + 8,
         )
-        decoded = await pool.run(
+        run = pool.run_last if behind else pool.run
+        decoded = await run(
             transcriber.transcribe, np.ascontiguousarray(audio, dtype=np.float32), options
         )
         # The token bound stops a loop; the guard cuts what it had written by then ("he had

@@ -45,7 +45,7 @@ class Translation:
                 speech = whisper_translate(self.speech_model, self.speech_pool, source)
                 if self.config.speech_drafts:
                     drafts = whisper_translate(
-                        self.speech_model, self.speech_pool, source, beam_size=1
+                        self.speech_model, self.speech_pool, source, beam_size=1, behind=True
                     )
             translators[source] = SessionTranslator(
                 source,

@@ -96,6 +96,7 @@ async def test_run_first_goes_ahead_of_waiting_calls_and_each_level_keeps_its_or
     order: list[str] = []
     holding, release = await _occupied(pool)
     waiting = [
+        asyncio.create_task(pool.run_last(order.append, "speech draft")),
         asyncio.create_task(pool.run(order.append, "draft 1")),
         asyncio.create_task(pool.run(order.append, "draft 2")),
         asyncio.create_task(pool.run_first(order.append, "refine 1")),
@@ -105,7 +106,7 @@ async def test_run_first_goes_ahead_of_waiting_calls_and_each_level_keeps_its_or
     assert order == []  # the thread is still held
     release.set()
     await asyncio.gather(holding, *waiting)
-    assert order == ["refine 1", "refine 2", "draft 1", "draft 2"]
+    assert order == ["refine 1", "refine 2", "draft 1", "draft 2", "speech draft"]
 
 
 async def test_a_call_cancelled_while_waiting_never_runs_and_frees_its_place(
