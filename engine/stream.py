@@ -234,6 +234,7 @@ class PresenterStream:
                         after=self.recognizer.next_speech(numbered.end),
                     )
                 else:
-                    await translator.on_source(
-                        numbered, self.recognizer.draft_audio(numbered.segment)
-                    )
+                    audio = None
+                    if translator.drafts_from_speech:
+                        audio = self.recognizer.draft_audio(numbered.segment)
+                    await translator.on_source(numbered, audio)

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine import languages
+from engine.audio import SAMPLE_RATE
 from engine.events import Caption, ErrorEvent, Event
 from engine.recognition.vad import NextSpeech
 from engine.revisions import Remake, changed_words
@@ -565,6 +566,12 @@ class SessionTranslator:
         task = asyncio.ensure_future(work)
         task.add_done_callback(_log_crash)
 
+    @property
+    def drafts_from_speech(self) -> bool:
+        """Whether a source draft's audio is of use: someone reads a language this stage
+        drafts from speech. Otherwise the stream need not hand it over."""
+        return any(lane.reading and self._speaks_drafts(lane) for lane in self._lanes.values())
+
     def _speaks_drafts(self, lane: _Lane) -> bool:
         """Whether ``lane`` drafts from speech: its route has no text backend, and its
         final translates the speech, with a fast decode for drafts."""
@@ -618,16 +625,17 @@ class SessionTranslator:
                 lane, draft, parts, lambda text: self._translate_text(backend, lane.target, text)
             )
             return
-        audio = self._sentence_audio(who, parts)
-        if audio is None:
+        heard = self._sentence_audio(who, parts)
+        if heard is None:
             return
-        seconds = len(audio) / 16000
+        seconds = sum(len(a) for a in heard) / SAMPLE_RATE
         head = parts[0].caption.segment
         if not draft.refined and (
             seconds - lane.speech_heard.get(head, 0.0) < self.config.speech_draft_every_s
         ):
             return  # a source final, or enough new speech, brings the next one
         lane.speech_heard[head] = seconds
+        audio = np.concatenate(heard)
         await self._draft_sentence(
             lane,
             draft,
@@ -635,18 +643,18 @@ class SessionTranslator:
             lambda _text: self._translate_speech(lane, audio, draft=True),
         )
 
-    def _sentence_audio(self, who: str, parts: list[_Source]) -> np.ndarray | None:
-        """The audio of the open sentence ``parts`` of ``who``: its finals' and then its
-        open segments' as their newest drafts heard them; None if a part's is missing."""
+    def _sentence_audio(self, who: str, parts: list[_Source]) -> list[np.ndarray] | None:
+        """The audio of the open sentence ``parts`` of ``who``, part by part: its finals'
+        and then its open segments' as their newest drafts heard them; None if a part's is
+        missing."""
         assembler = self._sentences.get(who)
         pieces = {p.caption.segment: p.audio for p in assembler.pieces} if assembler else {}
-        audio = [
+        heard = [
             pieces[part.caption.segment] if part.caption.segment in pieces else part.draft.audio
             for part in parts
         ]
-        if not audio or any(a is None for a in audio):
-            return None
-        return np.concatenate([a for a in audio if a is not None])
+        audio = [a for a in heard if a is not None]
+        return audio if audio and len(audio) == len(heard) else None
 
     async def _draft_sentence(
         self,
