@@ -18,7 +18,7 @@ Draft-then-refine, as for recognition: each draft update of a segment is transla
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -62,8 +62,14 @@ class PooledTranslator:
         return await self.pool.run(self.translator.translate, text, context)
 
 
-WhisperTranslate = Callable[[np.ndarray, "str | None"], Awaitable[str]]
-"""``(segment audio at 16 kHz, prompt) -> English text``: speech translation of one final."""
+class WhisperTranslate(Protocol):
+    """Speech translation of a sentence's audio (16 kHz) into English, after ``prompt``
+    (the text before it). A ``prefix`` is forced as the translation's first words, and the
+    text returned begins with it: a draft keeps the words its reader already sees."""
+
+    def __call__(
+        self, audio: np.ndarray, prompt: str | None, prefix: str | None = None
+    ) -> Awaitable[str]: ...
 
 
 def whisper_translate(
@@ -80,13 +86,14 @@ def whisper_translate(
     the model is the same one the session recognises with). One decode a call: what its
     prompt holds, and when a prompt misled it, is :mod:`engine.translation.prompted`."""
 
-    async def translate(audio: np.ndarray, prompt: str | None) -> str:
+    async def translate(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
         seconds = len(audio) / 16000
         options = DecodeOptions(
             language=source,
             task="translate",
             beam_size=beam_size,
             prompt=prompt or None,
+            prefix=prefix or None,
             word_timestamps=False,
             # Bounds every decode; loops are cut here rather than after the fact.
             max_new_tokens=int(max_tokens_per_second * seconds) + 8,
@@ -97,7 +104,8 @@ def whisper_translate(
         )
         # The token bound stops a loop; the guard cuts what it had written by then ("he had
         # to pass by a timebreak. 1 1 1 1 ...", a FLEURS clip).
-        return join_words(guard_repetitions(decoded.words, ended=decoded.ended))
+        text = join_words(guard_repetitions(decoded.words, ended=decoded.ended))
+        return " ".join(part for part in (prefix, text) if part)
 
     return translate
 

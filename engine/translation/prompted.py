@@ -86,17 +86,19 @@ async def translate_prompted(
     *,
     hints: str = "",
     previous: str = "",
+    prefix: str = "",
     rules: PromptRules | None = None,
 ) -> Prompted:
     """``audio`` (16 kHz) translated with ``hints`` and the end of ``previous`` as the prompt,
-    decoded again with the hints alone when that prompt misled it (module docstring)."""
+    decoded again with the hints alone when that prompt misled it (module docstring); each
+    decode begins with ``prefix`` (:data:`engine.translation.backends.WhisperTranslate`)."""
     rules = rules or PromptRules()
     prompt, kept = prompt_of(hints, previous, rules.context_chars)
-    text = await whisper(audio, prompt)
+    text = await whisper(audio, prompt, prefix or None)
     why = misled(text, kept, len(audio) / SAMPLE_RATE, rules)
     if why is None:
         return Prompted(text)
-    again = await whisper(audio, hints or None)
+    again = await whisper(audio, hints or None, prefix or None)
     if why is Misled.SHORT and len(again.split()) <= len(text.split()):
         return Prompted(text, why)
     return Prompted(again, why)

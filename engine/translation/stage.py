@@ -25,11 +25,13 @@ Translation is made once per target language (a *lane*), never once per listener
   shown is stabilised (:func:`engine.translation.text.stabilise`). A draft of a segment a
   sentence final already covers is never published, and drafts never wait behind finals.
   A route with no text backend (Whisper-translate alone: German into English) drafts from
-  speech: at each source final of a sentence still open, and at a source draft once
-  ``speech_draft_every_s`` more speech has come, the sentence's audio so far (its finals',
-  then its open segments' as their drafts heard them) is decoded greedily
-  (``whisper_drafts``), so its reader sees the sentence take shape instead of nothing until
-  its final (docs/metrics.md, "Speech drafts").
+  speech (:meth:`SessionTranslator._speech_draft_due`): once ``glance_after_s`` of a
+  sentence is heard, at each source final of it while it is open, when a segment joins it,
+  and at a source draft once ``speech_draft_every_s`` more speech has come, the sentence's
+  audio so far (its finals', then its open segments' as their drafts heard them) is decoded
+  greedily (``whisper_drafts``), beginning with the draft shown once that came from enough
+  speech, so its reader sees the sentence take shape and grow instead of nothing until its
+  final (docs/metrics.md, "Speech drafts").
 
 Corrections (engine/editing.py): a person's correction of a source final reaches the stage
 through :meth:`SessionTranslator.correct`. A sentence not yet translated is translated with
@@ -89,6 +91,10 @@ class TranslationConfig:
     """Translate only the stable (committed) part of a source draft: its unstable tail
     changes from one draft to the next, and with a different word order in the target every
     change moved words already shown (docs/metrics.md, "Translation")."""
+    glance_after_s: float = 1.0
+    """Speech after which a reader gets a first glance of a sentence (speech drafts, whose
+    first draft comes then and is shown but never kept: the next draft decodes the sentence
+    afresh), whatever the source's stability (docs/metrics.md, "Speech drafts")."""
     degrade_backlog: int = 4
     context_chars: int = 200
     """The most characters of the previous sentence's source text a text route hears as
@@ -115,8 +121,9 @@ class TranslationConfig:
     while someone reads the language."""
     speech_draft_every_s: float = 1.5
     """How much more speech a source draft must bring before it is drafted from speech
-    again (a source final always is): each such draft decodes the whole open sentence
-    (docs/metrics.md, "Speech drafts")."""
+    again (a source final, or a segment joining the sentence, always is): each such draft
+    decodes the whole open sentence, beginning with the words of the draft shown, once that
+    came from at least this much speech (docs/metrics.md, "Speech drafts")."""
     recent_audio_s: float = 120.0
     """Seconds of recent sentences' audio kept (only where a route translates speech) so a
     correction can be decoded again from it."""
@@ -219,7 +226,8 @@ class _Lane:
         self.draft_source: dict[int, str] = {}
         """The source text each shown draft was made from."""
         self.speech_heard: dict[int, float] = {}
-        """Seconds of its sentence's audio the last speech draft under a segment heard."""
+        """Seconds of its sentence's audio the last speech draft under a segment heard; 0
+        when it heard less than ``speech_draft_every_s`` (not kept by the next)."""
         self.sources: dict[int, _Source] = {}
         """The newest source text of each open segment a draft brought."""
         self.shown_under: dict[int, int] = {}
@@ -607,8 +615,8 @@ class SessionTranslator:
             return
         caption = draft.caption
         source = caption.text
-        if self.config.draft_stable_only:
-            source = source[: caption.stable]
+        if self.config.draft_stable_only and backend is not None:
+            source = source[: caption.stable]  # a speech draft hears the audio, not the text
         source = source.strip()
         if not source:
             return  # nothing stable yet
@@ -630,18 +638,34 @@ class SessionTranslator:
             return
         seconds = sum(len(a) for a in heard) / SAMPLE_RATE
         head = parts[0].caption.segment
-        if not draft.refined and (
-            seconds - lane.speech_heard.get(head, 0.0) < self.config.speech_draft_every_s
-        ):
-            return  # a source final, or enough new speech, brings the next one
-        lane.speech_heard[head] = seconds
+        last = lane.speech_heard.get(head)
+        if not self._speech_draft_due(lane, draft, parts, seconds, last):
+            return
+        # A draft from enough speech is kept: the next one grows it instead of rewording it.
+        keep = lane.shown.get(head, "") if last else ""
+        lane.speech_heard[head] = seconds if seconds >= self.config.speech_draft_every_s else 0.0
         audio = np.concatenate(heard)
         await self._draft_sentence(
             lane,
             draft,
             parts,
-            lambda _text: self._translate_speech(lane, audio, draft=True),
+            lambda _text: self._translate_speech(lane, audio, draft=True, prefix=keep),
         )
+
+    def _speech_draft_due(
+        self, lane: _Lane, draft: _Draft, parts: list[_Source], seconds: float, last: float | None
+    ) -> bool:
+        """Whether the open sentence ``parts`` (``seconds`` of audio; ``last``: what its last
+        speech draft heard, 0 after a first glance, None before any) is drafted from speech
+        now: at a source final, when a segment joins a sentence whose draft is shown, at the
+        first glance, or once ``speech_draft_every_s`` more speech has come."""
+        config = self.config
+        if last is None:
+            return seconds >= config.glance_after_s or draft.refined
+        joined = parts[0].caption.segment in lane.shown and any(
+            part.caption.segment not in lane.shown_under for part in parts
+        )
+        return draft.refined or joined or seconds - last >= config.speech_draft_every_s
 
     def _sentence_audio(self, who: str, parts: list[_Source]) -> list[np.ndarray] | None:
         """The audio of the open sentence ``parts`` of ``who``, part by part: its finals'
@@ -860,11 +884,17 @@ class SessionTranslator:
         return await self._translate_text(plan.draft, lane.target, self.source_text(sentence))
 
     async def _translate_speech(
-        self, lane: _Lane, audio: np.ndarray, taught: Iterable[str] = (), *, draft: bool = False
+        self,
+        lane: _Lane,
+        audio: np.ndarray,
+        taught: Iterable[str] = (),
+        *,
+        draft: bool = False,
+        prefix: str = "",
     ) -> str:
-        """``audio`` translated by Whisper (its fast decode for a ``draft``); ``taught``: words
-        a person's correction brought (names, numbers), given as hint text with the
-        glossary's."""
+        """``audio`` translated by Whisper (its fast decode for a ``draft``), beginning with
+        ``prefix``; ``taught``: words a person's correction brought (names, numbers), given as
+        hint text with the glossary's."""
         whisper = self._whisper_drafts if draft else self._whisper
         assert whisper is not None
         terms = self._glossary.for_target(lane.target)
@@ -874,6 +904,7 @@ class SessionTranslator:
             audio,
             hints=hints,
             previous=lane.previous_translation,
+            prefix=prefix,
             rules=self.config.prompt,
         )
         if made.misled is Misled.ECHO and not draft:

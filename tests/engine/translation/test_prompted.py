@@ -19,7 +19,9 @@ class Whisper:
         self.answers = answers
         self.prompts: list[str | None] = []
 
-    async def __call__(self, audio: np.ndarray, prompt: str | None) -> str:
+    async def __call__(
+        self, audio: np.ndarray, prompt: str | None, prefix: str | None = None
+    ) -> str:
         self.prompts.append(prompt)
         return self.answers[prompt]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 import threading
 import time
@@ -190,7 +191,7 @@ def pausing_session(rules: SentenceRules) -> tuple[Recorder, SessionTranslator, 
     Whisper answers "english." and records how many samples each decode heard."""
     decoded: list[int] = []
 
-    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+    async def fake_whisper(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
         decoded.append(len(audio))
         return "english."
 
@@ -698,7 +699,7 @@ async def test_a_line_said_whole_closes_its_sentence_at_once() -> None:
     """An accepted question is a sentence of its own: in a session whose speech route waits
     a long pause to close a sentence, its translation does not wait for one."""
 
-    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+    async def fake_whisper(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
         return "english."
 
     published = Recorder()
@@ -756,7 +757,7 @@ async def test_speech_route_translates_whole_sentences_while_someone_reads(
 ) -> None:
     prompts: list[str | None] = []
 
-    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+    async def fake_whisper(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
         prompts.append(prompt)
         return f"english for {len(audio)} samples."
 
@@ -790,20 +791,23 @@ async def test_speech_route_translates_whole_sentences_while_someone_reads(
 
 def german_read_in_english(
     **config: Any,
-) -> tuple[Recorder, SessionTranslator, list[int], list[int]]:
+) -> tuple[Recorder, SessionTranslator, list[int], list[tuple[int, str]]]:
     """A German session whose English has no text route: Whisper-translate's careful decode
-    makes the finals ("final of N."), its fast one the drafts ("draft of N"), each
-    recording how many samples it heard."""
+    makes the finals ("final of N."), its fast one the drafts (the prefix it was given,
+    then "draft of N"), each recording how many samples it heard (the fast one with its
+    prefix)."""
     careful: list[int] = []
-    fast: list[int] = []
+    fast: list[tuple[int, str]] = []
 
-    async def whisper(audio: np.ndarray, prompt: str | None) -> str:
+    async def whisper(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
         careful.append(len(audio))
         return f"final of {len(audio)}."
 
-    async def whisper_drafts(audio: np.ndarray, prompt: str | None) -> str:
-        fast.append(len(audio))
-        return f"draft of {len(audio)}"
+    async def whisper_drafts(
+        audio: np.ndarray, prompt: str | None, prefix: str | None = None
+    ) -> str:
+        fast.append((len(audio), prefix or ""))
+        return " ".join(p for p in (prefix, f"draft of {len(audio)}") if p)
 
     route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
     published = Recorder()
@@ -845,17 +849,21 @@ async def test_a_speech_route_without_a_text_route_drafts_the_open_sentence_from
     assert [(c.sources, c.text) for c in published.captions("en", "final")] == [
         ((2, 3), "final of 24000.")
     ]
-    assert fast == [16000, 24000] and careful == [24000]
+    assert fast == [(16000, ""), (24000, "")] and careful == [24000]
     await session.close()
 
 
-async def test_speech_drafts_come_from_source_drafts_once_enough_new_speech_is_heard(
+async def test_speech_drafts_come_from_source_drafts_and_grow_what_was_shown(
     pools: Callable[[str], WorkerPool],
 ) -> None:
-    """A source draft brings its segment's audio so far: the open sentence (its finals'
-    audio, then that) is drafted from speech once ``speech_draft_every_s`` more of it has
-    been heard since the last speech draft; a source final always is."""
-    published, session, _, fast = german_read_in_english(speech_draft_every_s=1.5)
+    """A source draft brings its segment's audio so far, stable words or not: the open
+    sentence is first drafted from speech once ``glance_after_s`` of it is heard (a
+    first glance, decoded afresh by the next draft), then at each source final, when a
+    segment joins it, and once ``speech_draft_every_s`` more speech has come. A draft from
+    that much speech is kept: the next decode begins with the words it showed."""
+    published, session, careful, fast = german_read_in_english(
+        glance_after_s=1.0, speech_draft_every_s=1.5
+    )
     session.set_languages({"en"})
 
     def seconds(n: float) -> np.ndarray:
@@ -868,25 +876,37 @@ async def test_speech_drafts_come_from_source_drafts_once_enough_new_speech_is_h
                 break
         await asyncio.sleep(0.05)
 
-    await session.on_source(draft(0, "Die Höhle"), seconds(1.0))  # too little speech yet
-    await session.on_source(draft(0, "Die Höhle liegt"), seconds(2.0))
+    await session.on_source(draft(0, "Die", stable=0), seconds(0.5))  # too little speech
+    await session.on_source(draft(0, "Die Höhle", stable=0), seconds(1.0))  # first glance
     await settled(1)
+    await session.on_source(draft(0, "Die Höhle liegt", stable=4), seconds(2.0))
+    await settled(2)
     await session.on_source(draft(0, "Die Höhle liegt auf"), seconds(2.5))  # 0.5 s more
     first = final(0, "Die Höhle liegt auf der Spitze")
     await session.on_source(first, seconds(3.0))  # a final always is
-    await settled(2)
-    going = dataclasses.replace(draft(1, "eines Berges"), start=first.end)
-    await session.on_source(going, seconds(1.0))  # 1 s more than the final's draft heard
-    await session.on_source(dataclasses.replace(going, text="eines Berges nördlich"), seconds(2.0))
     await settled(3)
+    going = dataclasses.replace(draft(1, "eines", stable=0), start=first.end)
+    await session.on_source(going, seconds(0.5))  # a segment joins: at once
+    await settled(4)
+    await session.on_source(dataclasses.replace(going, text="eines Berges"), seconds(1.5))
+    await session.on_source(dataclasses.replace(going, text="eines Berges nörd"), seconds(2.0))
+    await settled(5)
     await session.on_source(going_on(first, 1, "eines Berges nördlich von Mekka."), seconds(2.5))
     await session.drain()
-    assert fast[:3] == [32000, 48000, 80000] and set(fast[3:]) <= {88000}, fast
+    heard = [samples for samples, _ in fast]
+    assert heard[:5] == [16000, 32000, 48000, 56000, 80000] and set(heard[5:]) <= {88000}, fast
+    prefixes = [prefix for _, prefix in fast]
+    assert prefixes[:2] == ["", ""], prefixes  # the glance is not kept
+    shown = [c.text for c in published.captions("en", "draft")]
+    for prefix in prefixes[2:]:
+        assert prefix and prefix in shown, (prefix, shown)  # a draft shown, grown
+    assert all(b.startswith(a) for a, b in itertools.pairwise(prefixes[2:])), prefixes
     drafts = [(c.segment, c.sources) for c in published.captions("en", "draft")]
     assert drafts[-1] == (0, (0, 1)), drafts
     assert [(c.sources, c.text) for c in published.captions("en", "final")] == [
         ((0, 1), "final of 88000.")
     ]
+    assert careful == [88000]
     await session.close()
 
 
@@ -898,7 +918,7 @@ async def test_a_speech_route_translates_a_sentence_again_when_it_echoes_the_one
     prompts: list[str | None] = []
     before = "Jean-Carlo lost control of his car and finished the race."
 
-    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+    async def fake_whisper(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
         prompts.append(prompt)
         if len(audio) == 16000:
             return before
@@ -931,7 +951,7 @@ async def test_a_speech_route_translates_a_sentence_again_when_it_echoes_the_one
 async def test_a_speech_route_nobody_reads_uses_its_text_route(
     pools: Callable[[str], WorkerPool],
 ) -> None:
-    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+    async def fake_whisper(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
         raise AssertionError("Whisper-translate runs only for a language someone reads")
 
     text = ScriptedTranslator("en")
@@ -1070,7 +1090,8 @@ def _fleurs_clips(count_per_lang: int) -> list[dict[str, object]]:
 async def test_whisper_translate_drafts_and_final_on_real_speech() -> None:
     """Each clip said as two source finals of one sentence: the first half's audio is
     drafted by the greedy decode (real Whisper base), then the whole sentence is translated
-    once by the careful one."""
+    once by the careful one; a greedy decode of the whole clip given the first draft as its
+    prefix keeps those words and goes on."""
     from sacrebleu.metrics.chrf import CHRF
 
     from models.catalog import resolve_whisper
@@ -1120,8 +1141,15 @@ async def test_whisper_translate_drafts_and_final_on_real_speech() -> None:
             assert isinstance(translations, dict)
             hyps.append(caption.text)
             refs.append(str(translations["eng_Latn"]))
+            # A later draft of the whole sentence begins with the words the reader saw.
+            grown = await whisper_translate(transcriber, pool, lang, beam_size=1)(
+                audio, None, drafted.text
+            )
+            assert grown.startswith(drafted.text + " "), (drafted.text, grown)
+            assert len(set(grown.lower().split()[len(drafted.text.split()) :])) >= 2, grown
             print(f"\n{clip['id']}: {len(audio) / 16000:.1f} s audio, {took:.2f} s")
             print(f"  draft of the first half: {drafted.text}\n  final: {caption.text}")
+            print(f"  draft of the whole, growing the first: {grown}")
             await session.close()
     finally:
         pool.shutdown()
@@ -1245,7 +1273,7 @@ async def test_a_speech_route_decodes_a_corrected_sentence_again_with_its_words(
 
     prompts: list[str | None] = []
 
-    async def fake_whisper(audio: np.ndarray, prompt: str | None) -> str:
+    async def fake_whisper(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
         prompts.append(prompt)
         return f"decoded with {prompt}"
 
