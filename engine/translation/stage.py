@@ -16,7 +16,9 @@ Translation is made once per target language (a *lane*), never once per listener
   the lane's pending draft of that segment (newest wins; the stale ones are counted), and
   each source final of a sentence still open is translated as a draft too. A draft shows
   the speaker's open sentence so far, translated as one text: its finals, then the stable
-  part of each later segment's newest draft, published under the sentence's first segment
+  part of each later segment's newest draft (all of it, a first glance, for a segment
+  nothing of which is shown yet once its draft has heard ``glance_after_s``: docs/metrics.md,
+  "A first glance"), published under the sentence's first segment
   with ``sources`` naming them (a segment drafted alone before is taken down with an empty
   draft). So a reader sees the sentence its final will replace, worded as a whole, not a
   translation of each piece (docs/metrics.md, "Sentence drafts"). Words of the next
@@ -90,11 +92,14 @@ class TranslationConfig:
     draft_stable_only: bool = True
     """Translate only the stable (committed) part of a source draft: its unstable tail
     changes from one draft to the next, and with a different word order in the target every
-    change moved words already shown (docs/metrics.md, "Translation")."""
+    change moved words already shown (docs/metrics.md, "Translation"). Until its first
+    glance: a segment none of whose words has been shown yet is translated whole once its
+    draft has heard ``glance_after_s`` of speech, stable or not."""
     glance_after_s: float = 1.0
-    """Speech after which a reader gets a first glance of a sentence (speech drafts, whose
-    first draft comes then and is shown but never kept: the next draft decodes the sentence
-    afresh), whatever the source's stability (docs/metrics.md, "Speech drafts")."""
+    """Speech after which a reader gets a first glance of a segment (text routes) or of a
+    sentence (speech drafts, whose first draft comes then and is shown but never kept: the
+    next draft decodes the sentence afresh), whatever the source's stability
+    (docs/metrics.md, "Speech drafts" and "A first glance")."""
     degrade_backlog: int = 4
     context_chars: int = 200
     """The most characters of the previous sentence's source text a text route hears as
@@ -616,7 +621,15 @@ class SessionTranslator:
         caption = draft.caption
         source = caption.text
         if self.config.draft_stable_only and backend is not None:
-            source = source[: caption.stable]  # a speech draft hears the audio, not the text
+            # A speech draft hears the audio, not the text; a text draft waits for stable
+            # words, until its first glance.
+            stable = source[: caption.stable]
+            glance = (
+                caption.end - caption.start >= self.config.glance_after_s
+                and caption.segment not in lane.shown_under
+            )
+            if stable.strip() or not glance:
+                source = stable
         source = source.strip()
         if not source:
             return  # nothing stable yet

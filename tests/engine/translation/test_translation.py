@@ -530,7 +530,8 @@ async def test_a_segment_drafted_alone_is_taken_down_when_its_sentence_draft_sho
 ) -> None:
     published, session = sentence_drafts(pools)
     drafts = lambda: published.captions("es", "draft")  # noqa: E731
-    await session.on_source(draft(0, "In the previous", stable=0))  # nothing stable: no draft
+    # Nothing stable, and too little speech for a first glance: no draft.
+    await session.on_source(dataclasses.replace(draft(0, "In the previous", stable=0), end=0.5))
     await session.on_source(draft(1, "year sales"))
     await published.wait_for(lambda ev: len(drafts()) == 1)
     assert [(c.segment, c.text) for c in drafts()] == [(1, "es:year es:sales")]
@@ -1172,12 +1173,43 @@ async def test_only_the_stable_part_of_a_source_draft_is_translated(
     await session.on_source(draft(0, "one two three", stable=len("one two")))
     await published.wait_for(lambda ev: bool(published.captions("es", "draft")))
     assert published.captions("es", "draft")[-1].text == "es:one es:two"
-    # Nothing stable yet in segment 1: no draft translation for it, only its final.
-    await session.on_source(draft(1, "four five", stable=0))
+    # Nothing stable yet in segment 1, nor a glance's worth of speech: only its final.
+    await session.on_source(dataclasses.replace(draft(1, "four five", stable=0), end=10.5))
     await session.on_source(final(1, "four five"))
     await session.drain()
     assert not any(c.segment == 1 for c in published.captions("es", "draft"))
     assert [c.text for c in published.captions("es", "final")] == ["es:four es:five"]
+    await session.close()
+
+
+async def test_a_segment_with_nothing_stable_gets_a_first_glance(
+    pools: Callable[[str], WorkerPool],
+) -> None:
+    """A text route translates only the stable words of a source draft, but a segment none
+    of whose words has been shown yet is translated whole once its draft has heard
+    ``glance_after_s`` of speech; after that it waits for stable words again."""
+    published = Recorder()
+    session = SessionTranslator(
+        "en",
+        published,
+        {"es": plan_for("es", ScriptedTranslator(), pools("mt"))},
+        config=TranslationConfig(hold_back_words=0, glance_after_s=1.0),
+    )
+    session.set_languages({"es"})
+    drafts = lambda: [c.text for c in published.captions("es", "draft")]  # noqa: E731
+
+    def heard(text: str, seconds: float, stable: int = 0) -> Caption:
+        return dataclasses.replace(draft(0, text, stable=stable), end=seconds)
+
+    await session.on_source(heard("In the", 0.6))  # too little speech
+    await session.on_source(heard("In the previous", 1.2))  # the first glance
+    await published.wait_for(lambda ev: len(drafts()) == 1)
+    await session.on_source(heard("In the previous ear", 1.8))  # nothing stable: waits
+    await asyncio.sleep(0.1)  # the draft loop has had it
+    assert len(drafts()) == 1, drafts()
+    await session.on_source(heard("In the previous year we", 2.4, len("In the previous year")))
+    await published.wait_for(lambda ev: len(drafts()) == 2)
+    assert drafts() == ["es:In es:the es:previous", "es:In es:the es:previous es:year"]
     await session.close()
 
 
