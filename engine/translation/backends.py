@@ -81,7 +81,7 @@ def whisper_translate(
     max_tokens_per_second: float = 8.0,
     behind: bool = False,
 ) -> WhisperTranslate:
-    """A :data:`WhisperTranslate` for speech in ``source`` with a multilingual Whisper model
+    """A :class:`WhisperTranslate` for speech in ``source`` with a multilingual Whisper model
     (``task="translate"``, beam 5, temperature 0: MODELS.md), run on ``pool`` (the ASR pool:
     the model is the same one the session recognises with). One decode a call: what its
     prompt holds, and when a prompt misled it, is :mod:`engine.translation.prompted`."""

@@ -91,7 +91,7 @@ async def translate_prompted(
 ) -> Prompted:
     """``audio`` (16 kHz) translated with ``hints`` and the end of ``previous`` as the prompt,
     decoded again with the hints alone when that prompt misled it (module docstring); each
-    decode begins with ``prefix`` (:data:`engine.translation.backends.WhisperTranslate`)."""
+    decode begins with ``prefix`` (:class:`engine.translation.backends.WhisperTranslate`)."""
     rules = rules or PromptRules()
     prompt, kept = prompt_of(hints, previous, rules.context_chars)
     text = await whisper(audio, prompt, prefix or None)
