@@ -171,18 +171,26 @@ def text_session(pools: Callable[[str], WorkerPool]) -> tuple[Recorder, SessionT
 
 
 def whisper_session(
-    published: Recorder, whisper: WhisperTranslate, config: TranslationConfig
+    published: Recorder,
+    whisper: WhisperTranslate,
+    config: TranslationConfig,
+    *,
+    drafts: WhisperTranslate | None = None,
+    read: bool = True,
 ) -> SessionTranslator:
-    """A German session whose English is read and made by Whisper-translate alone."""
+    """A German session whose English is made by Whisper-translate alone (``drafts``: its
+    fast decode for drafts from speech), read from the start unless not ``read``."""
     route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
     session = SessionTranslator(
         "de",
         published,
         {"en": TargetPlan(route, None, None)},
         whisper_translate=whisper,
+        whisper_drafts=drafts,
         config=config,
     )
-    session.set_languages({"en"})
+    if read:
+        session.set_languages({"en"})
     return session
 
 
@@ -793,7 +801,7 @@ async def test_speech_route_translates_whole_sentences_while_someone_reads(
 def german_read_in_english(
     **config: Any,
 ) -> tuple[Recorder, SessionTranslator, list[int], list[tuple[int, str]]]:
-    """A German session whose English has no text route: Whisper-translate's careful decode
+    """A :func:`whisper_session` nobody reads yet: Whisper-translate's careful decode
     makes the finals ("final of N."), its fast one the drafts (the prefix it was given,
     then "draft of N"), each recording how many samples it heard (the fast one with its
     prefix)."""
@@ -810,15 +818,9 @@ def german_read_in_english(
         fast.append((len(audio), prefix or ""))
         return " ".join(p for p in (prefix, f"draft of {len(audio)}") if p)
 
-    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
     published = Recorder()
-    session = SessionTranslator(
-        "de",
-        published,
-        {"en": TargetPlan(route, None, None)},
-        whisper_translate=whisper,
-        whisper_drafts=whisper_drafts,
-        config=TranslationConfig(**config),
+    session = whisper_session(
+        published, whisper, TranslationConfig(**config), drafts=whisper_drafts, read=False
     )
     return published, session, careful, fast
 
