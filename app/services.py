@@ -26,7 +26,7 @@ from engine.delivery.push import PushPolicy
 from engine.editing import Editing
 from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presenting
-from engine.recognition.asr import LanguageIdentifier, Transcriber
+from engine.recognition.asr import LanguageIdentifier, PromptedTranscriber, Transcriber
 from engine.recognition.recognizer import RecognizerConfig
 from engine.recognition.resources import Recognition
 from engine.registry import SessionRegistry
@@ -50,12 +50,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class RecognitionModel:
-    """A loaded recognition model: what transcribes, what identifies the language (the
-    multilingual model only), and how to warm it."""
+    """A loaded recognition model: what transcribes, what identifies the language and what
+    translates speech into English (the multilingual model only), and how to warm it."""
 
     transcriber: Transcriber
     identifier: LanguageIdentifier | None = None
     warm: Callable[[], None] | None = None
+    translates: PromptedTranscriber | None = None
 
 
 TranscriberFactory = Callable[[str, Settings], RecognitionModel]
@@ -71,7 +72,8 @@ def whisper_factory(spec: str, settings: Settings) -> RecognitionModel:
         encoder_threads=settings.encoder_threads,
         short_window=settings.short_window,
     )
-    return RecognitionModel(model, model if model.multilingual else None, model.warm)
+    multilingual = model if model.multilingual else None
+    return RecognitionModel(model, multilingual, model.warm, translates=multilingual)
 
 
 class NotReady(Exception):
@@ -243,7 +245,8 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
         config=lambda language: replace(base_config, language=language),
         identifier=None if multilingual is None else multilingual.identifier,
     )
-    speech_translation = settings.whisper_translate and multilingual is not None
+    speech_model = multilingual.translates if multilingual and settings.whisper_translate else None
+    speech_translation = speech_model is not None
     routes = await setup.run(
         lambda: installed_routes(
             apertium=settings.apertium,
@@ -255,7 +258,7 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
         routes=routes,
         provider=services.translators,
         setup_pool=setup,
-        speech_model=recognition.multilingual if speech_translation else None,
+        speech_model=speech_model,
         speech_pool=asr,
         config=TranslationConfig(speech_drafts=settings.speech_drafts),
     )

@@ -8,8 +8,9 @@ offline, for each X->en talk:
 
 - **as live:** each translation final's source segments (their caption spans, joined), with
   the previous final's text as the prompt, by the translation stage's own step
-  (:func:`engine.translation.prompted.translate_prompted`: a decode the prompt misled is
-  made again without it);
+  (:func:`engine.translation.prompted.translate_prompted`: decoded with and without the
+  prompt, the one without it kept where the prompt misled the other or the model was surer
+  of it);
 - **as live, no prompt:** the same sentences, each decoded without a prompt;
 - **prompt of N characters** (``--prompt-chars N ...``): the same sentences by the same
   step, with ``PromptRules.context_chars`` N, each prompted by its own previous decode;
@@ -87,7 +88,7 @@ async def regroup(
                 joined = np.concatenate([_slice(audio, c.start, c.end) for c in covered])
                 k = clip_of(covered[0].start, covered[-1].end, spans)
                 per_clip["live"][k].append(final.text)
-                made = await translate_prompted(translate, joined, previous=previous)
+                made = await translate_prompted(translate, joined, previous=previous, weigh=True)
                 per_clip["as live"][k].append(made.text)
                 # A talk's first sentence already had no prompt: the same decode.
                 alone = await translate(joined, None) if previous else made.text
@@ -95,7 +96,7 @@ async def regroup(
                 previous = final.text
                 for name, rules in lengths.items():
                     shorter = await translate_prompted(
-                        translate, joined, previous=own[name], rules=rules
+                        translate, joined, previous=own[name], rules=rules, weigh=True
                     )
                     per_clip[name][k].append(shorter.text)
                     own[name] = shorter.text

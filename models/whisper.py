@@ -90,16 +90,41 @@ class FasterWhisperTranscriber:
         prefix's last words forced, the rest as the previous-text prompt; or the whole
         prefix as that prompt and the decode started at the prefix's end by a timestamp
         token, which tiny.en ignored after short prefixes, transcribing the context again."""
+        options = self._prepared(options)
+        return self._without_prefix(self._decode(audio, options), options)
+
+    def transcribe_each(self, audio: Samples, options: Sequence[DecodeOptions]) -> list[Decoded]:
+        """``audio`` decoded once for each of ``options`` (a prompt each, say), its features
+        and encoding made once where every decode has the same window, and the decodes run
+        side by side on the model's decoder replicas (``workers``): two decodes take about
+        the time of one where a core is free
+        (:class:`engine.recognition.asr.PromptedTranscriber`)."""
+        prepared = [self._prepared(o) for o in options]
+        if any(o.word_timestamps for o in prepared):
+            return [self._without_prefix(self._decode(audio, o), o) for o in prepared]
+        features, frames = self._features(audio)
+        windows = {self._window(frames, o) for o in prepared}
+        window = windows.pop() if len(windows) == 1 else None
+        if window is None:
+            return [self._without_prefix(self._decode(audio, o), o) for o in prepared]
+        encoded = self._encode(features, frames, window)
+        return [self._without_prefix(self._generate(encoded, len(audio), o), o) for o in prepared]
+
+    def _prepared(self, options: DecodeOptions) -> DecodeOptions:
         if options.hotwords and options.prefix:
             # faster-whisper drops hotwords when a prefix is forced: they join the prompt.
             prompt = " ".join(p for p in (options.hotwords, options.prompt) if p)
             options = replace(options, prompt=prompt, hotwords=None)
         if options.prefix and options.max_new_tokens is not None:
             options = replace(options, max_new_tokens=self._budget_after(options))
-        decoded = self._decode(audio, options)
+        return options
+
+    @staticmethod
+    def _without_prefix(decoded: Decoded, options: DecodeOptions) -> Decoded:
         if not options.prefix:
             return decoded
-        return Decoded(tuple(strip_prefix(list(decoded.words), options.prefix)), decoded.ended)
+        words = tuple(strip_prefix(list(decoded.words), options.prefix))
+        return replace(decoded, words=words)
 
     def _decode(self, audio: Samples, options: DecodeOptions) -> Decoded:
         """Without word timing, one generation in a window of our own: the short window
@@ -107,14 +132,26 @@ class FasterWhisperTranscriber:
         what faster-whisper would decode (the same features, prompt and options). Word
         timing, and audio over 30 s, go through faster-whisper's ``transcribe``."""
         if not options.word_timestamps:
-            features = self._model.feature_extractor(audio)
-            frames = int(features.shape[-1]) - 1  # faster-whisper's content: not the pad's frame
-            window = -(-(frames + self._pad_frames) // self._bucket_frames) * self._bucket_frames
-            if not self.short_window or options.full_window or window > FULL_WINDOW:
-                window = FULL_WINDOW
-            if frames <= FULL_WINDOW:
-                return self._decode_window(features, frames, window, len(audio), options)
+            features, frames = self._features(audio)
+            window = self._window(frames, options)
+            if window is not None:
+                encoded = self._encode(features, frames, window)
+                return self._generate(encoded, len(audio), options)
         return Decoded(tuple(self._transcribe_full(audio, options)))
+
+    def _features(self, audio: Samples) -> tuple[Any, int]:
+        features = self._model.feature_extractor(audio)
+        return features, int(features.shape[-1]) - 1  # the content: not the pad's frame
+
+    def _window(self, frames: int, options: DecodeOptions) -> int | None:
+        """The frames of the window ``options`` decode ``frames`` of audio in, or None over
+        Whisper's 30 s (faster-whisper's ``transcribe`` decodes those)."""
+        if frames > FULL_WINDOW:
+            return None
+        window = -(-(frames + self._pad_frames) // self._bucket_frames) * self._bucket_frames
+        if not self.short_window or options.full_window or window > FULL_WINDOW:
+            window = FULL_WINDOW
+        return window
 
     def _budget_after(self, options: DecodeOptions) -> int:
         """``max_new_tokens`` for a decode forced through ``options.prefix``: CTranslate2
@@ -129,14 +166,25 @@ class FasterWhisperTranscriber:
         room = self._model.max_length - 5 - min(prompt, limit) - min(prefix, limit)
         return max(1, min(options.max_new_tokens + prefix, room))
 
-    def _decode_window(
-        self, features: Any, frames: int, window: int, samples: int, options: DecodeOptions
-    ) -> Decoded:
-        """One generation over ``window`` frames (at most Whisper's 30 s), the audio's
-        ``frames`` first and silence after.
+    def _encode(self, features: Any, frames: int, window: int) -> Any:
+        """The encoder's output over ``window`` frames (at most Whisper's 30 s), the audio's
+        ``frames`` first and silence after."""
+        padded = np.zeros((features.shape[0], window), dtype=np.float32)
+        padded[:, :frames] = features[:, :frames]
+        return self._model.encode(padded)
 
-        It ended by itself unless it reached CTranslate2's length limit: the smaller of half
-        ``max_length`` and ``max_length`` less the prompt before the text
+    def _generate(self, encoded: Any, samples: int, options: DecodeOptions) -> Decoded:
+        (decoded,) = self._generate_each(encoded, samples, [options])
+        return decoded
+
+    def _generate_each(
+        self, encoded: Any, samples: int, options: Sequence[DecodeOptions]
+    ) -> list[Decoded]:
+        """One generation for each of ``options`` over the encoded window of ``samples`` of
+        audio, all started at once: with ``workers`` decoder replicas they run side by side.
+
+        A generation ended by itself unless it reached CTranslate2's length limit: the
+        smaller of half ``max_length`` and ``max_length`` less the prompt before the text
         (``src/models/whisper.cc``; the half is Whisper's own sample length). With
         faster-whisper's ``max_length`` (the prompt plus the budget) a budget buys about
         half the tokens it names where the prompt is short. A greedy decode (a draft) gets
@@ -146,12 +194,33 @@ class FasterWhisperTranscriber:
         (engine/recognition/policy.py ``anchor_to_hint``), and the whole budget changed
         finals at stream start by the beam's choice alone, not by words recovered
         (docs/metrics.md, "Repetitions / What a budget buys")."""
-        from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
 
+        started = []
+        for each in options:
+            tokenizer, prompt, max_length = self._request(each)
+            pending = self._model.model.generate(
+                encoded,
+                [prompt],
+                beam_size=each.beam_size,
+                max_length=max_length,
+                return_scores=True,
+                return_no_speech_prob=True,
+                suppress_blank=True,
+                suppress_tokens=get_suppressed_tokens(tokenizer, (-1,)),
+                asynchronous=True,
+            )[0]
+            started.append((pending, tokenizer, prompt, max_length))
+        return [
+            self._decoded(pending.result(), tokenizer, prompt, max_length, samples)
+            for pending, tokenizer, prompt, max_length in started
+        ]
+
+    def _request(self, options: DecodeOptions) -> tuple[Any, list[int], int]:
+        """The tokenizer, the prompt's tokens and the ``max_length`` of a generation."""
+        from faster_whisper.tokenizer import Tokenizer
+
         model = self._model
-        padded = np.zeros((features.shape[0], window), dtype=np.float32)
-        padded[:, :frames] = features[:, :frames]
         tokenizer = Tokenizer(
             model.hf_tokenizer,
             model.model.is_multilingual,
@@ -166,22 +235,16 @@ class FasterWhisperTranscriber:
             prefix=options.prefix,
             hotwords=options.hotwords,
         )
-        encoded = model.encode(padded)
         budget = options.max_new_tokens or model.max_length // 2
         max_length = len(prompt) + budget
         if options.beam_size == 1:
             max_length = max(max_length, 2 * budget)  # the whole budget, not half of it
-        max_length = min(model.max_length, max_length)
-        result = model.model.generate(
-            encoded,
-            [prompt],
-            beam_size=options.beam_size,
-            max_length=max_length,
-            return_scores=True,
-            return_no_speech_prob=True,
-            suppress_blank=True,
-            suppress_tokens=get_suppressed_tokens(tokenizer, (-1,)),
-        )[0]
+        return tokenizer, prompt, min(model.max_length, max_length)
+
+    @staticmethod
+    def _decoded(
+        result: Any, tokenizer: Any, prompt: list[int], max_length: int, samples: int
+    ) -> Decoded:
         generated = result.sequences_ids[0]
         tokens = [t for t in generated if t < tokenizer.eot]
         # The same silence test faster-whisper applies: probably no speech and a weak decode.
@@ -193,7 +256,9 @@ class FasterWhisperTranscriber:
         span = duration / max(1, len(pieces))
         words = tuple(Word(" " + p, i * span, (i + 1) * span) for i, p in enumerate(pieces))
         return Decoded(
-            words, ended=len(generated) < generation_limit(prompt, max_length, tokenizer)
+            words,
+            ended=len(generated) < generation_limit(prompt, max_length, tokenizer),
+            score=avg_logprob,
         )
 
     def _transcribe_full(self, audio: Samples, options: DecodeOptions) -> list[Word]:

@@ -49,6 +49,10 @@ class Decoded:
     ended: bool = False
     """Known to have ended by itself. False when the budget stopped it, or when the model
     cannot tell (the guard then treats a repetition at the end as it always has)."""
+    score: float | None = None
+    """The decode's mean log-probability per token, where the model gives one: how sure it
+    was of what it wrote. Comparable between decodes of the same audio with different
+    prompts (:meth:`PromptedTranscriber.transcribe_each`)."""
 
 
 class Transcriber(Protocol):
@@ -60,6 +64,16 @@ class Transcriber(Protocol):
     def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
         """Words of ``audio`` (16 kHz mono float32) with times relative to its first sample,
         and how the decode ended."""
+        ...
+
+
+class PromptedTranscriber(Transcriber, Protocol):
+    """A recogniser that decodes one piece of audio under several options at the cost of one
+    encoding (prompts differ, the audio does not)."""
+
+    def transcribe_each(self, audio: Samples, options: Sequence[DecodeOptions]) -> list[Decoded]:
+        """``audio`` decoded once for each of ``options``, in their order, each with its
+        :attr:`Decoded.score`."""
         ...
 
 

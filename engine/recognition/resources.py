@@ -48,8 +48,3 @@ class Recognition:
         if "*" in self.transcribers:
             return [lang for lang in languages.all_languages() if lang.whisper]
         return [languages.get(code) for code in self.transcribers if languages.is_known(code)]
-
-    @property
-    def multilingual(self) -> Transcriber | None:
-        """The multilingual model (``"*"``), which also translates speech into English."""
-        return self.transcribers.get("*")

@@ -18,13 +18,13 @@ Draft-then-refine, as for recognition: each draft update of a segment is transla
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from engine.recognition.asr import DecodeOptions, Transcriber
+from engine.recognition.asr import Decoded, DecodeOptions, PromptedTranscriber
 from engine.recognition.policy import guard_repetitions, join_words
 from engine.translation.routes import TranslationRoute
 from engine.workers import WorkerPool
@@ -62,6 +62,17 @@ class PooledTranslator:
         return await self.pool.run(self.translator.translate, text, context)
 
 
+@dataclass(frozen=True, slots=True)
+class Weighed:
+    """A decode's text, how sure the model was of it (:attr:`Decoded.score`; None where the
+    model does not say) and whether it ended by itself (:attr:`Decoded.ended`: not cut by
+    its token budget)."""
+
+    text: str
+    score: float | None = None
+    ended: bool = False
+
+
 class WhisperTranslate(Protocol):
     """Speech translation of a sentence's audio (16 kHz) into English, after ``prompt``
     (the text before it). A ``prefix`` is forced as the translation's first words, and the
@@ -71,9 +82,16 @@ class WhisperTranslate(Protocol):
         self, audio: np.ndarray, prompt: str | None, prefix: str | None = None
     ) -> Awaitable[str]: ...
 
+    def each(
+        self, audio: np.ndarray, prompts: Sequence[str | None], prefix: str | None = None
+    ) -> Awaitable[list[Weighed]]:
+        """``audio`` translated after each of ``prompts``, in one call on the pool (the audio
+        encoded once), each with how sure the decode was."""
+        ...
+
 
 def whisper_translate(
-    transcriber: Transcriber,
+    transcriber: PromptedTranscriber,
     pool: WorkerPool,
     source: str,
     *,
@@ -83,31 +101,58 @@ def whisper_translate(
 ) -> WhisperTranslate:
     """A :class:`WhisperTranslate` for speech in ``source`` with a multilingual Whisper model
     (``task="translate"``, beam 5, temperature 0: MODELS.md), run on ``pool`` (the ASR pool:
-    the model is the same one the session recognises with). One decode a call: what its
-    prompt holds, and when a prompt misled it, is :mod:`engine.translation.prompted`."""
+    the model is the same one the session recognises with), last in its queue when
+    ``behind``. Which prompt a sentence gets, and which decode is kept, is
+    :mod:`engine.translation.prompted`."""
+    return _WhisperTranslate(transcriber, pool, source, beam_size, max_tokens_per_second, behind)
 
-    async def translate(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
+
+@dataclass(frozen=True, slots=True)
+class _WhisperTranslate:
+    transcriber: PromptedTranscriber
+    pool: WorkerPool
+    source: str
+    beam_size: int
+    max_tokens_per_second: float
+    behind: bool
+
+    async def __call__(
+        self, audio: np.ndarray, prompt: str | None, prefix: str | None = None
+    ) -> str:
+        (made,) = await self.each(audio, [prompt], prefix)
+        return made.text
+
+    async def each(
+        self, audio: np.ndarray, prompts: Sequence[str | None], prefix: str | None = None
+    ) -> list[Weighed]:
         seconds = len(audio) / 16000
-        options = DecodeOptions(
-            language=source,
-            task="translate",
-            beam_size=beam_size,
-            prompt=prompt or None,
-            prefix=prefix or None,
-            word_timestamps=False,
-            # Bounds every decode; loops are cut here rather than after the fact.
-            max_new_tokens=int(max_tokens_per_second * seconds) + 8,
-        )
-        run = pool.run_last if behind else pool.run
-        decoded = await run(
-            transcriber.transcribe, np.ascontiguousarray(audio, dtype=np.float32), options
-        )
+        options = [
+            DecodeOptions(
+                language=self.source,
+                task="translate",
+                beam_size=self.beam_size,
+                prompt=prompt or None,
+                prefix=prefix or None,
+                word_timestamps=False,
+                # Bounds every decode; loops are cut here rather than after the fact.
+                max_new_tokens=int(self.max_tokens_per_second * seconds) + 8,
+            )
+            for prompt in prompts
+        ]
+        run = self.pool.run_last if self.behind else self.pool.run
+        samples = np.ascontiguousarray(audio, dtype=np.float32)
+        if len(options) == 1:
+            decodes = [await run(self.transcriber.transcribe, samples, options[0])]
+        else:
+            decodes = await run(self.transcriber.transcribe_each, samples, options)
+        return [Weighed(self._text(d, prefix), d.score, d.ended) for d in decodes]
+
+    @staticmethod
+    def _text(decoded: Decoded, prefix: str | None) -> str:
         # The token bound stops a loop; the guard cuts what it had written by then ("he had
         # to pass by a timebreak. 1 1 1 1 ...", a FLEURS clip).
         text = join_words(guard_repetitions(decoded.words, ended=decoded.ended))
         return " ".join(part for part in (prefix, text) if part)
-
-    return translate
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,12 @@ the decode (:class:`Misled`):
 Either way the sentence is decoded again with the hints alone. After an echo the second decode
 is kept; after a short stop, the longer of the two (docs/metrics.md, "Translation / Sentences
 that echo the prompt" and "Sentences the speaker had not finished").
+
+A prompt can also mislead more quietly: a sentence worded after the one before it, not after
+what was said. So a final (``weigh``) is decoded with and without the previous translation at
+once (one encoding, two decodes), and the decode the model was surer of is kept when the prompt
+misled it in neither way above and the decode without it said all it heard (its token budget
+did not cut it; docs/metrics.md, "Translation / The surer decode").
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from enum import StrEnum
 import numpy as np
 
 from engine.audio import SAMPLE_RATE
-from engine.translation.backends import WhisperTranslate
+from engine.translation.backends import Weighed, WhisperTranslate
 from engine.translation.echoes import echoes
 
 
@@ -33,6 +39,8 @@ class Misled(StrEnum):
 
     ECHO = "echo"
     SHORT = "short"
+    UNSURE = "unsure"
+    """The decode without the previous translation was surer of itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,17 +96,39 @@ async def translate_prompted(
     previous: str = "",
     prefix: str = "",
     rules: PromptRules | None = None,
+    weigh: bool = False,
 ) -> Prompted:
     """``audio`` (16 kHz) translated with ``hints`` and the end of ``previous`` as the prompt,
-    decoded again with the hints alone when that prompt misled it (module docstring); each
-    decode begins with ``prefix`` (:class:`engine.translation.backends.WhisperTranslate`)."""
+    decoded again with the hints alone when that prompt misled it; with ``weigh``, both
+    decoded at once and the surer kept where the prompt did not visibly mislead (module
+    docstring). Each decode begins with ``prefix``
+    (:class:`engine.translation.backends.WhisperTranslate`)."""
     rules = rules or PromptRules()
     prompt, kept = prompt_of(hints, previous, rules.context_chars)
+    seconds = len(audio) / SAMPLE_RATE
+    if weigh and kept:
+        first, alone = await whisper.each(audio, [prompt, hints or None], prefix or None)
+        why = misled(first.text, kept, seconds, rules)
+        if why is None and _surer(alone, first):
+            why = Misled.UNSURE
+        return _kept(first.text, alone.text, why)
     text = await whisper(audio, prompt, prefix or None)
-    why = misled(text, kept, len(audio) / SAMPLE_RATE, rules)
+    why = misled(text, kept, seconds, rules)
     if why is None:
         return Prompted(text)
-    again = await whisper(audio, hints or None, prefix or None)
-    if why is Misled.SHORT and len(again.split()) <= len(text.split()):
+    return _kept(text, await whisper(audio, hints or None, prefix or None), why)
+
+
+def _surer(one: Weighed, other: Weighed) -> bool:
+    """``one`` said all it heard (its budget did not cut it) and was surer than ``other``."""
+    return (
+        one.ended and one.score is not None and other.score is not None and one.score > other.score
+    )
+
+
+def _kept(text: str, again: str, why: Misled | None) -> Prompted:
+    """The prompted decode ``text`` or the one with the hints alone, ``again``, by ``why``
+    the prompt misled ``text`` (None: it did not)."""
+    if why is None or (why is Misled.SHORT and len(again.split()) <= len(text.split())):
         return Prompted(text, why)
     return Prompted(again, why)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.recognition.asr import Transcriber
+from engine.recognition.asr import PromptedTranscriber
 from engine.translation.backends import TargetPlan, TranslatorProvider, whisper_translate
 from engine.translation.routes import RouteTable
 from engine.translation.stage import Publish, SessionTranslator, TranslationConfig
@@ -21,7 +21,7 @@ class Translation:
     provider: TranslatorProvider
     setup_pool: WorkerPool
     """Where plans are made: making one may start an Apertium chain or load a model."""
-    speech_model: Transcriber | None
+    speech_model: PromptedTranscriber | None
     """The multilingual Whisper model that translates speech into English (None: off)."""
     speech_pool: WorkerPool
     """The pool ``speech_model`` runs on (the recogniser's: it is the same model)."""

@@ -150,6 +150,9 @@ class TranslationStats:
     finals_echoed: int = 0
     """Whisper-translate finals made again because the first decode echoed the previous
     translation (engine/translation/prompted.py)."""
+    finals_unprompted: int = 0
+    """Whisper-translate finals kept from the decode without the previous translation,
+    which the model was surer of (engine/translation/prompted.py)."""
     finals_failed: int = 0
     finals_skipped: int = 0
     """Sentences a lane nobody read could not translate (no text backend): a gap."""
@@ -919,9 +922,12 @@ class SessionTranslator:
             previous=lane.previous_translation,
             prefix=prefix,
             rules=self.config.prompt,
+            weigh=not draft,
         )
         if made.misled is Misled.ECHO and not draft:
             self.stats.finals_echoed += 1
+        if made.misled is Misled.UNSURE:
+            self.stats.finals_unprompted += 1
         text = made.text
         return terms.substitute(text) if terms else text
 

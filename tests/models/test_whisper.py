@@ -147,7 +147,7 @@ def test_a_budget_buys_the_tokens_it_names(
 ) -> None:
     """``max_new_tokens`` N lets a greedy decode (a draft) generate N tokens (one more
     where a prompt comes before its start tokens), not the half of N plus the prompt that
-    CTranslate2's own limit leaves (models/whisper.py ``_decode_window``): at a stream's
+    CTranslate2's own limit leaves (models/whisper.py ``_generate``): at a stream's
     start there is no prompt, and a draft of fast speech lost its last words."""
     options = DecodeOptions(
         language="en", beam_size=1, word_timestamps=False, full_window=full_window
@@ -185,3 +185,23 @@ def test_the_full_window_reads_as_faster_whisper_itself_does(
     theirs = " ".join(s.text.strip() for s in segments)
     assert len(ours.words) >= 20
     assert text(ours).strip() == theirs
+
+
+@pytest.mark.parametrize("prefix", [None, "From fairest creatures"], ids=["plain", "prefix"])
+def test_one_encoding_decoded_after_each_prompt_reads_as_each_decode_alone(
+    tiny_en: FasterWhisperTranscriber, audio: np.ndarray, prefix: str | None
+) -> None:
+    """``transcribe_each`` encodes the audio once and decodes it after each prompt: each
+    decode is the one ``transcribe`` gives alone, with the same score, which says how sure
+    the model was (a mean log-probability per token: negative)."""
+    options = DecodeOptions(
+        language="en", beam_size=5, word_timestamps=False, prefix=prefix, max_new_tokens=80
+    )
+    prompts = [None, "Shakespeare's sonnets, read aloud.", "Thy youth's proud livery."]
+    each = tiny_en.transcribe_each(audio, [replace(options, prompt=p) for p in prompts])
+    alone = [tiny_en.transcribe(audio, replace(options, prompt=p)) for p in prompts]
+    assert [text(d) for d in each] == [text(d) for d in alone]
+    assert all(len(d.words) >= 10 for d in each), [text(d) for d in each]
+    scores = [d.score for d in each]
+    assert all(s is not None and -3.0 < s < 0.0 for s in scores), scores
+    assert scores == pytest.approx([d.score for d in alone])

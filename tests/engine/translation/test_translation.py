@@ -23,7 +23,6 @@ from engine.recognition.vad import NextSpeech
 from engine.translation.backends import (
     PooledTranslator,
     TargetPlan,
-    WhisperTranslate,
     whisper_translate,
 )
 from engine.translation.routes import (
@@ -42,6 +41,7 @@ from engine.workers import WorkerPool, Workers
 from models.apertium import ApertiumBackend
 from models.translators import Translators, installed_routes
 from tests.data import fleurs_audio, fleurs_clips, flores_lines
+from tests.engine.translation.whisper_fake import Answer, FakeWhisper
 from tests.support import read_wav
 
 APERTIUM_EN_ES = TranslationRoute(
@@ -172,21 +172,22 @@ def text_session(pools: Callable[[str], WorkerPool]) -> tuple[Recorder, SessionT
 
 def whisper_session(
     published: Recorder,
-    whisper: WhisperTranslate,
+    whisper: Answer,
     config: TranslationConfig,
     *,
-    drafts: WhisperTranslate | None = None,
+    drafts: Answer | None = None,
     read: bool = True,
 ) -> SessionTranslator:
-    """A German session whose English is made by Whisper-translate alone (``drafts``: its
-    fast decode for drafts from speech), read from the start unless not ``read``."""
+    """A German session whose English is made by Whisper-translate alone, its decodes
+    written by ``whisper`` (``drafts``: its fast decode for drafts from speech), read from
+    the start unless not ``read``."""
     route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
     session = SessionTranslator(
         "de",
         published,
         {"en": TargetPlan(route, None, None)},
-        whisper_translate=whisper,
-        whisper_drafts=drafts,
+        whisper_translate=FakeWhisper(whisper),
+        whisper_drafts=FakeWhisper(drafts) if drafts else None,
         config=config,
     )
     if read:
@@ -195,17 +196,25 @@ def whisper_session(
 
 
 def pausing_session(rules: SentenceRules) -> tuple[Recorder, SessionTranslator, list[int]]:
-    """A :func:`whisper_session` whose sentences close by ``rules`` (speech routes); its
-    Whisper answers "english." and records how many samples each decode heard."""
-    decoded: list[int] = []
+    """A session like :func:`whisper_session` whose sentences close by ``rules`` (speech
+    routes); its Whisper answers "english." and records how many samples each sentence's
+    call heard."""
 
-    async def fake_whisper(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
-        decoded.append(len(audio))
+    async def answer(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
         return "english."
 
+    whisper = FakeWhisper(answer)
+    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
     published = Recorder()
-    session = whisper_session(published, fake_whisper, TranslationConfig(speech_sentences=rules))
-    return published, session, decoded
+    session = SessionTranslator(
+        "de",
+        published,
+        {"en": TargetPlan(route, None, None)},
+        whisper_translate=whisper,
+        config=TranslationConfig(speech_sentences=rules),
+    )
+    session.set_languages({"en"})
+    return published, session, whisper.calls
 
 
 # -- pure parts ---------------------------------------------------------------------------
@@ -776,7 +785,7 @@ async def test_speech_route_translates_whole_sentences_while_someone_reads(
         "es",
         published,
         {"en": TargetPlan(route, None, None)},
-        whisper_translate=fake_whisper,
+        whisper_translate=FakeWhisper(fake_whisper),
         glossary={"en": {"Carpanedo": "Carpanedo"}},
     )
     await session.on_source(final(0, "Hola a todos."), np.zeros(16000, np.float32))
@@ -792,7 +801,8 @@ async def test_speech_route_translates_whole_sentences_while_someone_reads(
         ("english for 24000 samples.", (1, 2)),
         ("english for 4000 samples.", (3,)),
     ]
-    assert prompts == ["Carpanedo", "Carpanedo english for 24000 samples."]
+    # The second final is also decoded with the hints alone, and the prompted decode kept.
+    assert prompts == ["Carpanedo", "Carpanedo english for 24000 samples.", "Carpanedo"]
     errors = [e.message for e in published.events if isinstance(e, ErrorEvent)]
     assert len(errors) == 1 and "Earlier lines have no English translation" in errors[0]
     await session.close()
@@ -913,6 +923,38 @@ async def test_speech_drafts_come_from_source_drafts_and_grow_what_was_shown(
     await session.close()
 
 
+async def test_a_speech_route_final_keeps_the_decode_the_model_was_surer_of() -> None:
+    """A sentence after the first is decoded with the previous translation as its prompt
+    and without it, in one call; the final is the decode the model was surer of."""
+
+    async def answer(audio: np.ndarray, prompt: str | None, prefix: str | None = None) -> str:
+        return f"{'with' if prompt else 'without'} a prompt, {len(audio)} samples."
+
+    whisper = FakeWhisper(answer)
+    route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
+    published = Recorder()
+    session = SessionTranslator(
+        "de", published, {"en": TargetPlan(route, None, None)}, whisper_translate=whisper
+    )
+    session.set_languages({"en"})
+    await session.on_source(final(0, "Die Höhle ist oben."), np.zeros(16000, np.float32))
+    await session.drain()
+    whisper.scores = {"without a prompt, 16000 samples.": -0.9, None: -0.4}
+    await session.on_source(final(1, "Sie ist isoliert."), np.zeros(32000, np.float32))
+    await session.drain()
+    whisper.scores = {"without a prompt, 32000 samples.": -0.2, None: -0.4}
+    await session.on_source(final(2, "Ganz und gar."), np.zeros(48000, np.float32))
+    await session.drain()
+    assert [c.text for c in published.captions("en", "final")] == [
+        "without a prompt, 16000 samples.",
+        "without a prompt, 32000 samples.",  # the surer decode: no prompt
+        "with a prompt, 48000 samples.",
+    ]
+    assert whisper.calls == [16000, 32000, 48000]  # one call a sentence
+    assert session.stats.finals_unprompted == 1
+    await session.close()
+
+
 async def test_a_speech_route_translates_a_sentence_again_when_it_echoes_the_one_before(
     pools: Callable[[str], WorkerPool],
 ) -> None:
@@ -935,7 +977,7 @@ async def test_a_speech_route_translates_a_sentence_again_when_it_echoes_the_one
         "fr",
         published,
         {"en": TargetPlan(route, None, None)},
-        whisper_translate=fake_whisper,
+        whisper_translate=FakeWhisper(fake_whisper),
         glossary={"en": {"Potro": "Potro"}},
     )
     session.set_languages({"en"})
@@ -964,7 +1006,10 @@ async def test_a_speech_route_nobody_reads_uses_its_text_route(
     pooled = PooledTranslator(text, pools("mt"))
     published = Recorder()
     session = SessionTranslator(
-        "es", published, {"en": TargetPlan(route, pooled, None)}, whisper_translate=fake_whisper
+        "es",
+        published,
+        {"en": TargetPlan(route, pooled, None)},
+        whisper_translate=FakeWhisper(fake_whisper),
     )
     await session.on_source(final(0, "Hola a todos."), np.zeros(16000, np.float32))
     await session.drain()
@@ -1314,7 +1359,10 @@ async def test_a_speech_route_decodes_a_corrected_sentence_again_with_its_words(
     route = TranslationRoute("de", "en", None, Backend("whisper", "base"), "")
     published = Recorder()
     session = SessionTranslator(
-        "de", published, {"en": TargetPlan(route, None, None)}, whisper_translate=fake_whisper
+        "de",
+        published,
+        {"en": TargetPlan(route, None, None)},
+        whisper_translate=FakeWhisper(fake_whisper),
     )
     session.set_languages({"en"})
     await session.on_source(

@@ -1,0 +1,41 @@
+"""A Whisper-translate for tests of the translation stage alone: what it writes comes from
+a function the test gives, one call per decode."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+import numpy as np
+
+from engine.translation.backends import Weighed
+
+Answer = Callable[[np.ndarray, str | None, str | None], Awaitable[str]]
+"""What one decode writes, from its audio, prompt and prefix."""
+
+
+class FakeWhisper:
+    """A :class:`engine.translation.backends.WhisperTranslate` that asks ``answer`` for each
+    decode. ``scores`` says how sure each prompt's decode is (none: the model does not say,
+    so the prompted decode of a final is kept unless the prompt visibly misled it)."""
+
+    def __init__(self, answer: Answer, scores: Mapping[str | None, float] | None = None) -> None:
+        self.answer = answer
+        self.scores = dict(scores or {})
+        self.calls: list[int] = []
+        """How many samples each call heard: one call per sentence or draft, however many
+        prompts it decodes after."""
+
+    async def __call__(
+        self, audio: np.ndarray, prompt: str | None, prefix: str | None = None
+    ) -> str:
+        self.calls.append(len(audio))
+        return await self.answer(audio, prompt, prefix)
+
+    async def each(
+        self, audio: np.ndarray, prompts: Sequence[str | None], prefix: str | None = None
+    ) -> list[Weighed]:
+        self.calls.append(len(audio))
+        return [
+            Weighed(await self.answer(audio, p, prefix), self.scores.get(p), ended=True)
+            for p in prompts
+        ]
