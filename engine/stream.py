@@ -130,6 +130,9 @@ class PresenterStream:
         self.errors = 0
         self.shed = Shed.NONE
         """What the recogniser sheds now (published as a :class:`Shedding` on a change)."""
+        self._pausing: dict[str, Caption] = {}
+        """Source language -> the last final its translator took, while the pause after
+        it is timed (:meth:`_tell_silence`)."""
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"asr-{self.code}")
@@ -186,6 +189,16 @@ class PresenterStream:
                 return
             if self.recognizer.backlog > 0:
                 await self._publish(self._beside_finals(self.recognizer.step()))
+                self._tell_silence()
+
+    def _tell_silence(self) -> None:
+        """Tell each translator timing the pause after a final what the VAD has heard since
+        (:meth:`SessionTranslator.on_silence`): a long silence closes the sentence as soon as
+        the VAD has heard it."""
+        for lang, final in list(self._pausing.items()):
+            translator = self._translators[lang]
+            if not translator.on_silence(final, self.recognizer.next_speech(final.end)):
+                del self._pausing[lang]
 
     async def _beside_finals(self, work: Awaitable[T]) -> T:
         """Await ``work``, publishing each final whose refine finishes meanwhile."""
@@ -233,6 +246,7 @@ class PresenterStream:
                         self.recognizer.take_final_audio(numbered.segment),
                         after=self.recognizer.next_speech(numbered.end),
                     )
+                    self._pausing[numbered.lang] = numbered
                 else:
                     audio = None
                     if translator.drafts_from_speech:

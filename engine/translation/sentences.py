@@ -17,7 +17,9 @@ given what the VAD had heard when the final was made (``NextSpeech``): if a draf
 speaker went on, no timer is needed and the sentence waits for that segment's final; if the
 silence after it, or the start of speech heard after it, is already later than
 ``resume_gap_s`` allows, the sentence closes with the final instead of at a timer later
-(docs/metrics.md, "Speech heard before the final").
+(docs/metrics.md, "Speech heard before the final"). While the timer runs, the stage asks the
+same question again each time the stream tells it what the VAD has heard since
+(``SessionTranslator.on_silence``; docs/metrics.md, "Sentences closed by the silence").
 """
 
 from __future__ import annotations
@@ -129,6 +131,10 @@ class SentenceAssembler:
     def pieces(self) -> tuple[SourcePiece, ...]:
         """The finals of the open sentence so far."""
         return tuple(self._open)
+
+    def ends_at(self, segment: int) -> bool:
+        """Whether the open sentence's last final is ``segment``'s."""
+        return bool(self._open) and self._open[-1].caption.segment == segment
 
     def goes_on(self, start: float) -> bool:
         """Whether speech that begins at ``start`` continues the open sentence: it begins

@@ -472,6 +472,21 @@ class SessionTranslator:
         for lane in self._lanes.values():
             self._want_draft(lane, _Draft(refined, now, refined=True))
 
+    def on_silence(self, final: Caption, after: NextSpeech | None) -> bool:
+        """What the VAD has heard since ``final``, the last source final passed in, while the
+        pause after it is timed: a silence already too long for its sentence to go on
+        (``resume_gap_s``, engine/translation/sentences.py) closes the sentence now rather
+        than at the timer (docs/metrics.md, "Translation / Sentences closed by the
+        silence"). Whether the pause is still timed, so worth telling again."""
+        who = _speaker_key(final)
+        assembler = self._sentences.get(who)
+        if who not in self._pauses or assembler is None or not assembler.ends_at(final.segment):
+            return False
+        if after is not None and assembler.went_on(after) is False:
+            self._close_sentence(who)
+            return False
+        return True
+
     async def drain(self) -> None:
         """Close the open sentences (the stream stopped) and wait until every sentence queued
         so far has been published."""

@@ -94,7 +94,10 @@ class CountingFactory:
 
 @contextlib.asynccontextmanager
 async def make_engine(
-    tmp_path: Path, transcriber: Any = None, asr_threads: int = 1
+    tmp_path: Path,
+    transcriber: Any = None,
+    asr_threads: int = 1,
+    stages: StagePorts | None = None,
 ) -> AsyncIterator[Engine]:
     store = SqliteSessionStore(tmp_path / "sessions.sqlite3")
     hub = InMemoryHub()
@@ -106,7 +109,7 @@ async def make_engine(
         config=lambda language: replace(RecognizerConfig(), language=language),
     )
     ports = SessionPorts(store, workers.pool("store"), hub, recognition, NullObserver())
-    factory = CountingFactory(SessionFactory(ports, StagePorts()))
+    factory = CountingFactory(SessionFactory(ports, stages or StagePorts()))
     registry = SessionRegistry(factory, max_sessions=10, ended_grace_s=0.2)  # type: ignore[arg-type]
     presenting = Presenting(
         registry,

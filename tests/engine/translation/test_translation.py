@@ -713,6 +713,34 @@ async def test_a_final_after_which_the_vad_heard_a_long_silence_closes_its_sente
     await session.close()
 
 
+async def test_a_silence_the_vad_hears_after_a_final_closes_its_sentence_then() -> None:
+    """The VAD had heard too little after a final to tell, so the pause is timed; as it
+    hears more silence (the stream tells the stage after each step), the sentence closes
+    once that silence is longer than the rules let a sentence go on, not at the timer."""
+    rules = SentenceRules(close_at_mark=False, pause_s=60)  # no timer fires in this test
+    published, session, _ = pausing_session(rules)
+    first = final(0, "Am Ende der Rede")  # ends at 3.0 s
+    short = NextSpeech(first.end + rules.resume_gap_s / 2, heard=False)
+    await session.on_source(first, np.zeros(16000, np.float32), after=short)
+    assert session.on_silence(first, short)  # still timed: worth telling again
+    # Speech heard soon after says nothing yet: only a draft says the speaker went on.
+    soon = NextSpeech(first.end + rules.resume_gap_s / 2, heard=True)
+    assert session.on_silence(first, soon)
+    assert session.stats.sentences == 0
+    long = NextSpeech(first.end + 2 * rules.resume_gap_s, heard=False)
+    assert not session.on_silence(first, long)
+    assert session.stats.sentences == 1  # closed now
+    await published.wait_for(lambda ev: bool(published.captions("en", "final")))
+    assert [c.sources for c in published.captions("en", "final")] == [(0,)]
+    assert not session.on_silence(first, long)  # nothing open: told once more, nothing done
+    # A final that is not the open sentence's last is no news about its pause.
+    second = final(1, "Noch ein Satz")
+    await session.on_source(second, np.zeros(16000, np.float32), after=short)
+    assert not session.on_silence(first, long)
+    assert session.stats.sentences == 1
+    await session.close()
+
+
 async def test_a_line_said_whole_closes_its_sentence_at_once() -> None:
     """An accepted question is a sentence of its own: in a session whose speech route waits
     a long pause to close a sentence, its translation does not wait for one."""
