@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -181,12 +181,13 @@ async def play(presentation: Presentation, pcm: bytes) -> None:
         await asyncio.sleep(0.005)
 
 
-async def until(flag: threading.Event) -> None:
+async def until(done: Callable[[], object], what: str = "the decode began") -> None:
+    """Wait (5 s at most) until ``done()`` is true; fail saying ``what`` never happened."""
     for _ in range(500):
-        if flag.is_set():
+        if done():
             return
         await asyncio.sleep(0.01)
-    raise AssertionError("the decode never began")
+    raise AssertionError(f"never: {what}")
 
 
 async def test_a_final_is_published_when_its_refine_finishes_not_after_the_draft_beside_it(
@@ -200,11 +201,11 @@ async def test_a_final_is_published_when_its_refine_finishes_not_after_the_draft
         presentation = await engine.presenting.start(session, StartRequest(token, 16000))
         transcriber.draft_gate.set()
         await play(presentation, speech(2.5, pause=0.8))
-        await until(transcriber.refining)  # the first segment's refine holds one worker
+        await until(transcriber.refining.is_set)  # the first segment's refine holds one worker
         transcriber.draft_gate.clear()
         transcriber.drafting.clear()
         await play(presentation, speech(1.5, pause=0.0))
-        await until(transcriber.drafting)  # the next segment's draft holds the other
+        await until(transcriber.drafting.is_set)  # the next segment's draft holds the other
         transcriber.refine_gate.set()
         seen: list[Caption] = []
         while not any(c.is_final for c in seen):

@@ -5,7 +5,6 @@ the VAD and the text translator are fakes, as in test_lifecycle.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from engine.factory import StagePorts
@@ -16,7 +15,7 @@ from engine.translation.routes import Backend, RouteTable, TranslationRoute
 from engine.translation.sentences import SentenceRules
 from engine.translation.stage import TranslationConfig
 from engine.workers import WorkerPool
-from tests.engine.test_lifecycle import make_engine, play, speech
+from tests.engine.test_lifecycle import make_engine, play, speech, until
 from tests.engine.translation.test_translation import ScriptedTranslator
 
 APERTIUM = Backend("apertium", "eng-spa")
@@ -31,20 +30,12 @@ class Provider:
         return TargetPlan(route, self.pooled, self.pooled)
 
 
-async def eventually(check: object, seconds: float = 10.0) -> None:
-    for _ in range(int(seconds / 0.02)):
-        if check():  # type: ignore[operator]
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("never happened")
-
-
 async def test_a_long_silence_after_a_final_closes_its_sentence_while_the_stream_goes_on(
     tmp_path: Path,
 ) -> None:
-    """ "hello" has no full stop, so its sentence stays open after its final; the timer is a
-    minute. A pause too short for the sentence to end when the final comes, then silence
-    streamed on: the sentence closes while the presenter is still live."""
+    """Every final reads "hello", with no full stop, so its sentence stays open after it;
+    the timer is a minute. A pause too short for the sentence to end when the final comes,
+    then silence streamed on: the sentence closes while the presenter is still live."""
     pool = WorkerPool("mt", threads=1, max_pending=8)
     translation = Translation(
         routes=RouteTable([ROUTE]),
@@ -59,10 +50,10 @@ async def test_a_long_silence_after_a_final_closes_its_sentence_while_the_stream
         presentation = await engine.presenting.start(session, StartRequest(token, 16000))
         translator = session.translators["en"]
         await play(presentation, speech(2.0, pause=0.5))
-        await eventually(lambda: engine.store.finals(session.code))
+        await until(lambda: engine.store.finals(session.code), "the source final")
         assert translator.stats.sentences == 0  # it may go on: the timer runs
         await play(presentation, speech(0.0, pause=2.0))
-        await eventually(lambda: translator.stats.sentences == 1)
+        await until(lambda: translator.stats.sentences == 1, "the sentence closed")
         assert session.state == "live"
         await presentation.stop()
         await presentation.release()
