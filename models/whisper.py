@@ -90,8 +90,8 @@ class FasterWhisperTranscriber:
         prefix's last words forced, the rest as the previous-text prompt; or the whole
         prefix as that prompt and the decode started at the prefix's end by a timestamp
         token, which tiny.en ignored after short prefixes, transcribing the context again."""
-        options = self._prepared(options)
-        return self._without_prefix(self._decode(audio, options), options)
+        (decoded,) = self.transcribe_each(audio, [options])
+        return decoded
 
     def transcribe_each(self, audio: Samples, options: Sequence[DecodeOptions]) -> list[Decoded]:
         """``audio`` decoded once for each of ``options`` (a prompt each, say), its features
@@ -100,15 +100,8 @@ class FasterWhisperTranscriber:
         the time of one where a core is free
         (:class:`engine.recognition.asr.PromptedTranscriber`)."""
         prepared = [self._prepared(o) for o in options]
-        if any(o.word_timestamps for o in prepared):
-            return [self._without_prefix(self._decode(audio, o), o) for o in prepared]
-        features, frames = self._features(audio)
-        windows = {self._window(frames, o) for o in prepared}
-        window = windows.pop() if len(windows) == 1 else None
-        if window is None:
-            return [self._without_prefix(self._decode(audio, o), o) for o in prepared]
-        encoded = self._encode(features, frames, window)
-        return [self._without_prefix(self._generate(encoded, len(audio), o), o) for o in prepared]
+        decodes = self._decode(audio, prepared)
+        return [self._without_prefix(d, o) for d, o in zip(decodes, prepared, strict=True)]
 
     def _prepared(self, options: DecodeOptions) -> DecodeOptions:
         if options.hotwords and options.prefix:
@@ -126,18 +119,22 @@ class FasterWhisperTranscriber:
         words = tuple(strip_prefix(list(decoded.words), options.prefix))
         return replace(decoded, words=words)
 
-    def _decode(self, audio: Samples, options: DecodeOptions) -> Decoded:
-        """Without word timing, one generation in a window of our own: the short window
-        where it applies (see the class docstring), else Whisper's 30 s window, which is
-        what faster-whisper would decode (the same features, prompt and options). Word
-        timing, and audio over 30 s, go through faster-whisper's ``transcribe``."""
-        if not options.word_timestamps:
+    def _decode(self, audio: Samples, options: Sequence[DecodeOptions]) -> list[Decoded]:
+        """Without word timing, one generation per options in a window of our own, encoded
+        once when they share it: the short window where it applies (see the class
+        docstring), else Whisper's 30 s window, which is what faster-whisper would decode
+        (the same features, prompt and options). Word timing, and audio over 30 s, go
+        through faster-whisper's ``transcribe``."""
+        if not any(o.word_timestamps for o in options):
             features, frames = self._features(audio)
-            window = self._window(frames, options)
+            windows = {self._window(frames, o) for o in options}
+            window = windows.pop() if len(windows) == 1 else None
             if window is not None:
                 encoded = self._encode(features, frames, window)
-                return self._generate(encoded, len(audio), options)
-        return Decoded(tuple(self._transcribe_full(audio, options)))
+                return self._generate_each(encoded, len(audio), options)
+        if len(options) > 1:  # different windows: each alone
+            return [self._decode(audio, [o])[0] for o in options]
+        return [Decoded(tuple(self._transcribe_full(audio, o))) for o in options]
 
     def _features(self, audio: Samples) -> tuple[Any, int]:
         features = self._model.feature_extractor(audio)
@@ -172,10 +169,6 @@ class FasterWhisperTranscriber:
         padded = np.zeros((features.shape[0], window), dtype=np.float32)
         padded[:, :frames] = features[:, :frames]
         return self._model.encode(padded)
-
-    def _generate(self, encoded: Any, samples: int, options: DecodeOptions) -> Decoded:
-        (decoded,) = self._generate_each(encoded, samples, [options])
-        return decoded
 
     def _generate_each(
         self, encoded: Any, samples: int, options: Sequence[DecodeOptions]

@@ -141,10 +141,7 @@ class _WhisperTranslate:
         ]
         run = self.pool.run_last if self.behind else self.pool.run
         samples = np.ascontiguousarray(audio, dtype=np.float32)
-        if len(options) == 1:
-            decodes = [await run(self.transcriber.transcribe, samples, options[0])]
-        else:
-            decodes = await run(self.transcriber.transcribe_each, samples, options)
+        decodes = await run(self.transcriber.transcribe_each, samples, options)
         return [Weighed(self._text(d, prefix), d.score, d.ended) for d in decodes]
 
     @staticmethod

@@ -147,7 +147,7 @@ def test_a_budget_buys_the_tokens_it_names(
 ) -> None:
     """``max_new_tokens`` N lets a greedy decode (a draft) generate N tokens (one more
     where a prompt comes before its start tokens), not the half of N plus the prompt that
-    CTranslate2's own limit leaves (models/whisper.py ``_generate``): at a stream's
+    CTranslate2's own limit leaves (models/whisper.py ``_generate_each``): at a stream's
     start there is no prompt, and a draft of fast speech lost its last words."""
     options = DecodeOptions(
         language="en", beam_size=1, word_timestamps=False, full_window=full_window

@@ -10,7 +10,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -1298,9 +1298,14 @@ async def test_whisper_translate_cuts_a_decoder_loop() -> None:
             said = [Word(f" {t}", 0.0, 0.1) for t in "He had to pass by a timebreak.".split()]
             return Decoded(tuple(said + [Word(" 1", 0.0, 0.1)] * 24))
 
+        def transcribe_each(
+            self, audio: np.ndarray, options: Sequence[DecodeOptions]
+        ) -> list[Decoded]:
+            return [self.transcribe(audio, o) for o in options]
+
     pool = WorkerPool("asr")
     try:
-        translate = whisper_translate(Looping(), pool, "fr")  # type: ignore[arg-type]
+        translate = whisper_translate(Looping(), pool, "fr")
         text = await translate(np.zeros(16000, dtype=np.float32), None)
     finally:
         pool.shutdown()
