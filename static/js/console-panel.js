@@ -89,6 +89,7 @@ export class QuestionQueue {
     this.languageNames = languageNames;
     this.onError = onError;
     this.held = new Map();
+    this.decided = new Set(); // decided here: a poll that started before cannot bring them back
     this.details = document.getElementById('questions-panel');
     this.list = document.getElementById('questions-list');
     this.count = document.getElementById('questions-count');
@@ -115,7 +116,8 @@ export class QuestionQueue {
     clearTimeout(this.timer);
     try {
       const body = await call(`${api(this.code)}/questions`, this.token);
-      this.held = new Map(body.questions.map((q) => [q.id, q]));
+      const held = body.questions.filter((q) => !this.decided.has(q.id));
+      this.held = new Map(held.map((q) => [q.id, q]));
       this.render();
     } catch {
       // not the presenter, or the server is away: try again later
@@ -160,6 +162,7 @@ export class QuestionQueue {
       await call(`${api(this.code)}/questions/${encodeURIComponent(id)}/${decision}`, this.token, {
         method: 'POST',
       });
+      this.decided.add(id);
       this.held.delete(id);
       this.render();
     } catch (error) {
