@@ -625,13 +625,18 @@ def render(items: Iterable[Section], link_prefix: str = "../bench/results/") -> 
 
 
 def replace_block(text: str, block: str) -> str:
-    """``text`` with everything between the markers replaced by ``block``."""
-    begin = text.find(BEGIN)
-    end = text.find(END)
-    if begin < 0 or end < 0 or end < begin:
+    """``text`` with everything between the marker lines replaced by ``block``. A marker
+    counts only as a line of its own, so prose that names the markers is left alone."""
+    lines = text.splitlines(keepends=True)
+    stripped = [line.strip() for line in lines]
+    if BEGIN not in stripped or END not in stripped:
         raise ValueError(f"the document needs the lines {BEGIN} and {END}, in that order")
-    head = text[: begin + len(BEGIN)]
-    return head + "\n" + block.rstrip("\n") + "\n" + text[end:]
+    begin = stripped.index(BEGIN)
+    end = stripped.index(END)
+    if end < begin:
+        raise ValueError(f"the document needs the lines {BEGIN} and {END}, in that order")
+    body = block.rstrip("\n") + "\n"
+    return "".join(lines[: begin + 1]) + body + "".join(lines[end:])
 
 
 def update_doc(results: Path, doc: Path) -> str:

@@ -141,7 +141,16 @@ def test_replace_block_keeps_everything_outside_the_markers() -> None:
     assert replace_block(new, "new table\n") == new  # idempotent
 
 
-@pytest.mark.parametrize("text", ["no markers", f"{END}\n{BEGIN}\n", f"{BEGIN} only"])
+def test_replace_block_leaves_prose_that_names_the_markers() -> None:
+    text = f"The tables go between `{BEGIN}` and `{END}`.\n\n{BEGIN}\nold\n{END}\nafter\n"
+    assert replace_block(text, "new") == (
+        f"The tables go between `{BEGIN}` and `{END}`.\n\n{BEGIN}\nnew\n{END}\nafter\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["no markers", f"{END}\n{BEGIN}\n", f"{BEGIN} only", f"`{BEGIN}` and `{END}` in prose"]
+)
 def test_replace_block_needs_both_markers_in_order(text: str) -> None:
     with pytest.raises(ValueError, match="measured:begin"):
         replace_block(text, "x")
