@@ -36,7 +36,7 @@ from engine.events import (
 )
 from engine.publisher import Publisher
 from engine.questions import AUDIENCE_ID, AUDIENCE_NAME, QuestionBox
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import DecodeOptions, token_budget
 from engine.recognition.language_id import DetectingRecognizer
 from engine.recognition.policy import guard_repetitions, join_words
 from engine.recognition.recognizer import StreamingRecognizer
@@ -346,7 +346,7 @@ class Session:
             beam_size=5,
             word_timestamps=False,
             full_window=True,
-            max_new_tokens=int(8 * len(samples) / SAMPLE_RATE) + 8,
+            max_new_tokens=token_budget(len(samples) / SAMPLE_RATE),
         )
         decoded = await recognition.pool.run(transcriber.transcribe, samples, options)
         return join_words(guard_repetitions(decoded.words, ended=decoded.ended))

@@ -9,6 +9,16 @@ from typing import Literal, Protocol
 from engine.audio import Samples
 from engine.events import Word
 
+TOKENS_PER_SECOND = 8.0
+"""The default token budget per second of audio: speech rarely passes 5 tokens a second,
+loops do (docs/metrics.md, "Repetitions", "What a budget buys")."""
+
+
+def token_budget(seconds: float, per_second: float = TOKENS_PER_SECOND) -> int:
+    """``max_new_tokens`` for a decode of ``seconds`` of audio: ``per_second`` tokens a
+    second, and a few more for a short piece's marks and its end."""
+    return int(per_second * seconds) + 8
+
 
 @dataclass(frozen=True, slots=True)
 class DecodeOptions:

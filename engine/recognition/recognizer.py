@@ -37,7 +37,7 @@ import numpy as np
 
 from engine.audio import AudioBuffer, Samples
 from engine.events import Caption, Word
-from engine.recognition.asr import DecodeOptions, Transcriber
+from engine.recognition.asr import TOKENS_PER_SECOND, DecodeOptions, Transcriber, token_budget
 from engine.recognition.policy import (
     LocalAgreement,
     anchor_to_hint,
@@ -112,7 +112,7 @@ class RecognizerConfig:
     """The segment a stop closes decodes in the short window: someone is waiting for it (a
     traveller's turn ends with a tap; base on a 10 s turn: 0.72 s instead of 1.28 s)."""
     prompt_chars: int = 160
-    max_tokens_per_second: float = 8.0
+    max_tokens_per_second: float = TOKENS_PER_SECOND
     """Bounds every decode; speech rarely passes 5 tokens a second, loops do."""
     max_backlog_s: float = 2.0
     """Past this much unprocessed audio, drafts are skipped until the backlog clears (the last
@@ -502,7 +502,7 @@ class StreamingRecognizer:
         audio = self._buffer.slice(start, end)
         if audio.size < 1600:  # under 0.1 s: nothing a model can read
             return []
-        budget = int(self.config.max_tokens_per_second * (end - start)) + 8
+        budget = token_budget(end - start, self.config.max_tokens_per_second)
         prefix = " ".join(h.text for h in heard)
         if heard:
             start = heard[0].start

@@ -24,7 +24,13 @@ from typing import Protocol
 
 import numpy as np
 
-from engine.recognition.asr import Decoded, DecodeOptions, PromptedTranscriber
+from engine.recognition.asr import (
+    TOKENS_PER_SECOND,
+    Decoded,
+    DecodeOptions,
+    PromptedTranscriber,
+    token_budget,
+)
 from engine.recognition.policy import guard_repetitions, join_words
 from engine.translation.routes import TranslationRoute
 from engine.workers import WorkerPool
@@ -96,7 +102,7 @@ def whisper_translate(
     source: str,
     *,
     beam_size: int = 5,
-    max_tokens_per_second: float = 8.0,
+    max_tokens_per_second: float = TOKENS_PER_SECOND,
     behind: bool = False,
 ) -> WhisperTranslate:
     """A :class:`WhisperTranslate` for speech in ``source`` with a multilingual Whisper model
@@ -135,7 +141,7 @@ class _WhisperTranslate:
                 prefix=prefix or None,
                 word_timestamps=False,
                 # Bounds every decode; loops are cut here rather than after the fact.
-                max_new_tokens=int(self.max_tokens_per_second * seconds) + 8,
+                max_new_tokens=token_budget(seconds, self.max_tokens_per_second),
             )
             for prompt in prompts
         ]
