@@ -33,7 +33,7 @@ from bench.talk import _read
 from bench.translation import FleursClip, fleurs_clips
 from engine import languages
 from engine.audio import decode_pcm16
-from engine.recognition.asr import DecodeOptions
+from engine.recognition.asr import DecodeOptions, token_budget
 from engine.recognition.policy import guard_repetitions, join_words
 from models.apertium import ApertiumTranslator, available_routes
 from models.catalog import resolve_whisper
@@ -76,7 +76,7 @@ class Recogniser:
             task="translate" if task == "translate" else "transcribe",
             beam_size=5,
             word_timestamps=False,
-            max_new_tokens=int(8 * len(audio) / 16000) + 8,
+            max_new_tokens=token_budget(len(audio) / 16000),
             full_window=True,
         )
         decoded = model.transcribe(audio, options)
