@@ -260,7 +260,10 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
         setup_pool=setup,
         speech_model=speech_model,
         speech_pool=asr,
-        config=TranslationConfig(speech_drafts=settings.speech_drafts),
+        config=TranslationConfig(
+            speech_drafts=settings.speech_drafts,
+            speech_finals_full_window=settings.speech_finals_full_window,
+        ),
     )
     speech: Speech | None = None
     voices = services.voices

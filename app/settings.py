@@ -45,6 +45,9 @@ class Settings:
     apertium: bool = True
     whisper_translate: bool = True
     """Translate non-English speech into English with Whisper base (needs ``*`` loaded)."""
+    speech_finals_full_window: bool = False
+    """Whisper-translate finals decode in Whisper's full 30 s window (off: measured worse;
+    engine/translation/stage.py, ``TranslationConfig``)."""
     speech_drafts: bool = True
     """Where Whisper-translate is a pair's only route (German into English), draft the open
     sentence from its audio as it is heard, while someone reads the language
@@ -162,6 +165,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_APERTIUM": ("apertium", _flag),
     "INTERP_WHISPER_TRANSLATE": ("whisper_translate", _flag),
     "INTERP_SPEECH_DRAFTS": ("speech_drafts", _flag),
+    "INTERP_SPEECH_FINALS_FULL_WINDOW": ("speech_finals_full_window", _flag),
     "INTERP_WS": ("websocket_impl", str),
     "INTERP_SHORT_WINDOW": ("short_window", _flag),
     "INTERP_CPU_THREADS": ("cpu_threads", int),

@@ -22,6 +22,9 @@ Each is scored per clip as the bench scores the live finals (sacrebleu BLEU and 
 the clips), pooled and per talk. "As live" should reproduce the live score (the decode is
 deterministic); the steps between the rows are what the prompt, grouping and the segments'
 audio cost (docs/metrics.md, "Marks inside a sentence", "One step for a prompted decode").
+"As live" hears the live finals as its prompts, so it reproduces a run only with the
+window that run decoded in (``--full-window``: docs/metrics.md, "Finals in the full
+window, again").
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def _slice(audio: np.ndarray, start: float, end: float) -> np.ndarray:
 
 
 async def regroup(
-    results: Path, fleurs_dir: Path, prompt_chars: Sequence[int] = ()
+    results: Path, fleurs_dir: Path, prompt_chars: Sequence[int] = (), full_window: bool = False
 ) -> dict[str, Any]:
     from sacrebleu.metrics.bleu import BLEU
     from sacrebleu.metrics.chrf import CHRF
@@ -77,7 +80,7 @@ async def regroup(
             trace = json.loads(trace_path.read_text(encoding="utf-8"))
             heard = heard_captions(Received(float(t), m) for t, m in trace["listeners"]["en"])
             source = first_finals(sources(heard))
-            translate = whisper_translate(transcriber, pool, lang)
+            translate = whisper_translate(transcriber, pool, lang, full_window=full_window)
             per_clip: dict[str, list[list[str]]] = {k: [[] for _ in clips] for k in rows}
             previous = ""
             own = dict.fromkeys(lengths, "")
@@ -151,8 +154,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="also decode the sentences with prompts of at most N characters",
     )
+    parser.add_argument(
+        "--full-window",
+        action="store_true",
+        help="every decode in Whisper's full 30 s window (the server's "
+        "INTERP_SPEECH_FINALS_FULL_WINDOW); 'as live' then reproduces only a run made so",
+    )
     args = parser.parse_args(argv)
-    report = asyncio.run(regroup(args.results, args.fleurs_dir, args.prompt_chars))
+    report = asyncio.run(
+        regroup(args.results, args.fleurs_dir, args.prompt_chars, args.full_window)
+    )
     talks = list(report["chrf_per_talk"])
     print(f"X->en, {report['clips']} clips, traces of {report['results']}")
     print(

@@ -104,13 +104,17 @@ def whisper_translate(
     beam_size: int = 5,
     max_tokens_per_second: float = TOKENS_PER_SECOND,
     behind: bool = False,
+    full_window: bool = False,
 ) -> WhisperTranslate:
     """A :class:`WhisperTranslate` for speech in ``source`` with a multilingual Whisper model
     (``task="translate"``, beam 5, temperature 0: MODELS.md), run on ``pool`` (the ASR pool:
     the model is the same one the session recognises with), last in its queue when
-    ``behind``. Which prompt a sentence gets, and which decode is kept, is
-    :mod:`engine.translation.prompted`."""
-    return _WhisperTranslate(transcriber, pool, source, beam_size, max_tokens_per_second, behind)
+    ``behind``, in Whisper's full 30 s window when ``full_window`` (slower; what the route
+    measured offline: docs/metrics.md, "Finals in the full window, again"). Which prompt a
+    sentence gets, and which decode is kept, is :mod:`engine.translation.prompted`."""
+    return _WhisperTranslate(
+        transcriber, pool, source, beam_size, max_tokens_per_second, behind, full_window
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +125,7 @@ class _WhisperTranslate:
     beam_size: int
     max_tokens_per_second: float
     behind: bool
+    full_window: bool
 
     async def __call__(
         self, audio: np.ndarray, prompt: str | None, prefix: str | None = None
@@ -142,6 +147,7 @@ class _WhisperTranslate:
                 word_timestamps=False,
                 # Bounds every decode; loops are cut here rather than after the fact.
                 max_new_tokens=token_budget(seconds, self.max_tokens_per_second),
+                full_window=self.full_window,
             )
             for prompt in prompts
         ]

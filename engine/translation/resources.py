@@ -42,7 +42,12 @@ class Translation:
                 continue
             speech = drafts = None
             if self.speech_model is not None and any(p.route.speech_final for p in plans.values()):
-                speech = whisper_translate(self.speech_model, self.speech_pool, source)
+                speech = whisper_translate(
+                    self.speech_model,
+                    self.speech_pool,
+                    source,
+                    full_window=self.config.speech_finals_full_window,
+                )
                 if self.config.speech_drafts:
                     drafts = whisper_translate(
                         self.speech_model, self.speech_pool, source, beam_size=1, behind=True

@@ -119,6 +119,11 @@ class TranslationConfig:
     ``pause_s``, which is longer here because the next draft can come two seconds after a
     final while the recogniser catches up (its refine, drafts shed). docs/metrics.md,
     "Marks inside a sentence"."""
+    speech_finals_full_window: bool = False
+    """A speech route's finals decode in Whisper's full 30 s window, as the route was measured
+    offline, rather than the short window its drafts use. Off: live, with the previous
+    translation as the prompt, it scored lower and came later (docs/metrics.md, "Finals in
+    the full window, again")."""
     speech_drafts: bool = True
     """A route with no text backend drafts from speech (module docstring): a greedy decode
     of the open sentence's audio at each of its source finals, and at a source draft once
