@@ -118,14 +118,21 @@ def guard_text(text: str, max_chars: int) -> str:
     return cut[space + 1 :] if space >= 0 else cut
 
 
-def anchor_to_hint(refined: Sequence[Word], hint: Sequence[Word], slack: int = 1) -> list[Word]:
+def anchor_to_hint(
+    refined: Sequence[Word], hint: Sequence[Word], room: Sequence[int] = ()
+) -> list[Word]:
     """Keep a refined decode from inventing a tail the streaming hypotheses never heard.
 
     The refine pass may correct words, but text it adds after the last word it shares with
     the hint (the segment's streamed words) is often Whisper's trailing-silence invention
-    ("Thank you for watching."). Refined words after that last shared word are kept only up
-    to the number of hint words after it, plus ``slack`` (the caller sizes it to the speech
-    the hint had not yet heard). With no hint the decode is kept as is.
+    ("Thank you for watching."). ``room[i]`` is how many words may have been spoken after
+    hint word ``i`` (the caller sizes it to the speech after that word; one each by
+    default). Refined words after the last shared word are kept up to the number of hint
+    words after it plus the room after the hint's last word, or the room after the shared
+    word where that is more: drafts that garbled a phrase into fewer words ("town of in the"
+    for "town of Sintra and which was made famous") do not cut the words the refine read
+    (docs/metrics.md, "Refine tails the drafts garbled"). With no hint the decode is kept
+    as is.
     """
     if not hint or not refined:
         return list(refined)
@@ -136,8 +143,10 @@ def anchor_to_hint(refined: Sequence[Word], hint: Sequence[Word], slack: int = 1
         return list(refined)
     last = blocks[-1]
     refined_end = last.a + last.size
-    hint_after = len(b) - (last.b + last.size)
-    return list(refined[: refined_end + hint_after + slack])
+    shared = last.b + last.size - 1
+    hint_after = len(b) - 1 - shared
+    after = max(hint_after + (room[-1] if room else 1), room[shared] if room else 1)
+    return list(refined[: refined_end + after])
 
 
 @dataclass(slots=True)

@@ -217,8 +217,8 @@ class _Closing:
     segment: _Segment
     cut: float
     hint: list[Word]
-    unheard: int
-    """How many words may follow the hint (:meth:`StreamingRecognizer._unheard_words`)."""
+    room: list[int]
+    """How many words may follow each hint word (:meth:`StreamingRecognizer._room_after`)."""
     refine: asyncio.Future[_Refined] | None = None
 
 
@@ -665,7 +665,7 @@ class StreamingRecognizer:
         """
         events = await self._refined(wait=None)
         seg = self._segment
-        closing = _Closing(seg, cut, hint, self._unheard_words(hint, cut))
+        closing = _Closing(seg, cut, hint, self._room_after(hint, cut))
         if self._speech.speech_span(seg.start) is not None:
             closing.refine = self._early_decode(cut) or asyncio.ensure_future(
                 self._refine_decode(seg, cut, pad=pad, full_window=full_window)
@@ -709,7 +709,7 @@ class StreamingRecognizer:
         self._final_lateness = self._buffer.end - cut
         words = hint
         if refined is not None:
-            decoded = anchor_to_hint(refined.words, hint, closing.unheard)
+            decoded = anchor_to_hint(refined.words, hint, closing.room)
             if decoded or not hint:
                 words = decoded
         decoded_text = join_words(words)
@@ -832,14 +832,15 @@ class StreamingRecognizer:
         earliest = max(seg.start - within, end - CONTEXT_WINDOW_S)
         return [h for h in self._heard if h.start >= earliest]
 
-    def _unheard_words(self, hint: list[Word], cut: float) -> int:
-        """How many words may have been spoken after the hint's last word: the last draft
-        can predate the end of the segment by a step. Allows a brisk 3.5 words a second."""
+    def _room_after(self, hint: list[Word], cut: float) -> list[int]:
+        """How many words may have been spoken after each hint word, up to the end of the
+        segment's speech: the last draft can predate the end of the segment by a step, and
+        may have garbled a phrase into fewer words. Allows a brisk 3.5 words a second."""
         span = self._speech.speech_span(self._segment.start)
         if span is None:
-            return 1
-        heard_until = hint[-1].end if hint else self._segment.start
-        return 1 + math.ceil(max(0.0, min(cut, span[1]) - heard_until) * 3.5)
+            return [1] * len(hint)
+        end = min(cut, span[1])
+        return [1 + math.ceil(max(0.0, end - word.end) * 3.5) for word in hint]
 
     def _segment_id(self, seg: _Segment | None = None) -> int:
         """The id of ``seg`` (the open segment by default), taken from the session when it

@@ -166,3 +166,29 @@ def test_anchor_keeps_corrections_inside_the_segment() -> None:
     hint = words("and only herald to the godly spring")
     refined = words("and only herald to the gaudy spring")
     assert texts(anchor_to_hint(refined, hint)) == "and only herald to the gaudy spring"
+
+
+def test_anchor_keeps_the_words_of_a_phrase_the_drafts_garbled() -> None:
+    """The FLEURS English talk: the drafts heard "town of Sintra and which was made famous"
+    as "town of in the". Room for six words after "of" (the speech after it) keeps what the
+    refine read, where two hint words plus one would have cut "made famous." off, and the
+    next segment's refine then stopped after those two words."""
+    hint = words("within easy reach is a romantic and fascinating town of in the")
+    refined = words(
+        "within easy reach is a romantic and fascinating town of Sintra and which was made famous."
+    )
+    room = [1] * len(hint)
+    assert texts(anchor_to_hint(refined, hint, room)).endswith("of Sintra and which")
+    room[hint.index(next(w for w in hint if w.text.strip() == "of"))] = 6
+    assert texts(anchor_to_hint(refined, hint, room)).endswith(
+        "of Sintra and which was made famous."
+    )
+
+
+def test_anchor_gives_no_room_after_the_speech_ended() -> None:
+    hint = words("making a famine where abundance lies")
+    refined = words("Making a famine where abundance lies. Thank you for watching.")
+    room = [4, 4, 3, 2, 2, 1]  # the speech ends with "lies"
+    assert (
+        texts(anchor_to_hint(refined, hint, room)) == "Making a famine where abundance lies. Thank"
+    )
