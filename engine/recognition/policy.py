@@ -141,11 +141,11 @@ def anchor_to_hint(
     blocks = [m for m in SequenceMatcher(a=a, b=b, autojunk=False).get_matching_blocks() if m.size]
     if not blocks:
         return list(refined)
+    room = room or [1] * len(hint)
     last = blocks[-1]
     refined_end = last.a + last.size
     shared = last.b + last.size - 1
-    hint_after = len(b) - 1 - shared
-    after = max(hint_after + (room[-1] if room else 1), room[shared] if room else 1)
+    after = max(len(b) - 1 - shared + room[-1], room[shared])
     return list(refined[: refined_end + after])
 
 
