@@ -12,7 +12,10 @@ to when that audio was sent):
   in the other language);
 - *audio starts*: arrival of the first spoken-translation chunk of the turn's last segment (a
   long turn's earlier sentences may be spoken before the speaker stops: that would not be the
-  answer to "when does the phone start speaking after I stop").
+  answer to "when does the phone start speaking after I stop"). While the voice still speaks
+  those earlier sentences, the last one waits for them, and may begin after the next turn
+  has: the bench waits for it (``--late``) and counts it all the same, and the report says
+  which turns the voice was already speaking when the speaker stopped.
 
 Goals (issue 10): translation shown <= 1.5 s and audio starting <= 2.0 s after the speaker
 stops (p50). ``--detect`` streams with ``"language": "auto"`` instead of the side's language.
@@ -95,6 +98,8 @@ class Phone:
     def __init__(self) -> None:
         self.finals: list[tuple[float, dict[str, Any]]] = []
         self.audio: list[tuple[float, dict[str, Any]]] = []
+        self.spoke = asyncio.Event()
+        """Set at each audio chunk's arrival."""
 
     async def listen(self, url: str, stop: asyncio.Event) -> None:
         async with websockets.connect(url, max_size=2**24) as ws:
@@ -109,6 +114,7 @@ class Phone:
                 event = json.loads(message)
                 if event.get("type") == "audio":
                     self.audio.append((now, event))
+                    self.spoke.set()
                 elif event.get("type") == "caption" and event.get("state") == "final":
                     self.finals.append((now, event))
 
@@ -130,6 +136,22 @@ def turn_times(phone: Phone, segments: set[int], lang: str) -> tuple[float | Non
     spoken = {h.segment for h in mine if max(segments) in h.covers}
     audio = [at for at, a in phone.audio if a["lang"] == lang and a["segment"] in spoken]
     return shown, (min(audio) if audio else None)
+
+
+def speaking_at(phone: Phone, segments: set[int], lang: str, at: float) -> bool:
+    """Whether audio of the turn of source ``segments`` had begun before ``at`` (the end of
+    its speech): the voice was already speaking the turn's earlier sentences, and its last
+    one waits for them."""
+    covering = {
+        h.segment
+        for h in translated(heard_captions(Received(t, e) for t, e in phone.finals), lang)
+        if segments & set(h.covers)
+    }
+    return any(t < at for t, a in phone.audio if a["lang"] == lang and a["segment"] in covering)
+
+
+def _other(side: str) -> str:
+    return "es" if side == "en" else "en"
 
 
 async def _turn(
@@ -191,13 +213,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         english, spanish = _clips("en", args.turns), _clips("es", args.turns)
         plan = [clip for pair in zip(english, spanish, strict=False) for clip in pair]
         seen: set[int] = set()
+        heard: list[tuple[Path, str, float, set[int], str | None]] = []
         for wav in plan:
             side = wav.parent.name
             spoken_at, segments, lang = await _turn(
                 handle.base_url, session, wav, "auto" if args.detect else side, seen
             )
-            other = "es" if side == "en" else "en"
+            heard.append((wav, side, spoken_at, segments, lang))
             await asyncio.sleep(args.gap)  # the partner reads and listens
+        # A turn's last sentence waits while the voice still speaks the sentences before it:
+        # its audio may come after the next turn has begun, and still counts.
+        deadline = time.monotonic() + args.late
+        while any(turn_times(phone, s, _other(side))[1] is None for _, side, _, s, _ in heard):
+            phone.spoke.clear()
+            try:
+                await asyncio.wait_for(phone.spoke.wait(), deadline - time.monotonic())
+            except TimeoutError:
+                break
+        for wav, side, spoken_at, segments, lang in heard:
+            other = _other(side)
             shown, audio_starts = turn_times(phone, segments, other)
             turns.append(
                 {
@@ -209,6 +243,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "audio_start_s": None
                     if audio_starts is None
                     else round(audio_starts - spoken_at, 3),
+                    "speaking_at_end": speaking_at(phone, segments, other, spoken_at),
                 }
             )
         stop.set()
@@ -258,13 +293,15 @@ def markdown(report: dict[str, Any], command: str) -> str:
         f"Language {'detection' if report['detect'] else 'given'}: {d['right']} of {d['turns']} "
         "turns recognised in the speaker's language.",
         "",
-        "| clip | side | detected | segments | translation shown s | audio starts s |",
-        "|---|---|---|---|---|---|",
+        "| clip | side | detected | segments | translation shown s | audio starts s "
+        "| voice already speaking the turn at its end |",
+        "|---|---|---|---|---|---|---|",
     ]
     for t in report["turns"]:
         lines.append(
             f"| {t['clip']} | {t['side']} | {t['detected']} | {t['segments']} | "
-            f"{t['translation_shown_s']} | {t['audio_start_s']} |"
+            f"{t['translation_shown_s']} | {t['audio_start_s']} | "
+            f"{'yes' if t['speaking_at_end'] else 'no'} |"
         )
     lines += ["", "## Goals", ""]
     for key, goal in GOALS.items():
@@ -285,6 +322,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=5, help="clips per language")
     parser.add_argument("--detect", action="store_true", help='stream with "language": "auto"')
     parser.add_argument("--gap", type=float, default=3.0, help="seconds between turns")
+    parser.add_argument(
+        "--late",
+        type=float,
+        default=20.0,
+        help="seconds to wait after the last turn for audio still to come",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--ready-timeout", type=float, default=180.0)
     args = parser.parse_args(argv)

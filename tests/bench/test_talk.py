@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.talk import Phone, turn_times
+from bench.talk import Phone, speaking_at, turn_times
 
 
 def _final(segment: int, lang: str, sources: list[int] | None = None) -> dict[str, Any]:
@@ -46,3 +46,16 @@ def test_a_turn_not_wholly_translated_has_no_time_yet() -> None:
     phone.audio = [(10.2, {"segment": 4, "lang": "en"})]
     assert turn_times(phone, {4, 5}, "en") == (None, None)
     assert turn_times(phone, {7}, "en") == (None, None)
+
+
+def test_the_voice_already_speaking_a_turn_is_told_apart() -> None:
+    """The turn's first sentence (segment 4) was spoken before the speaker stopped at 11.0;
+    its last one (5 and 6) waited for it. A turn none of whose audio came before its end
+    was not being spoken."""
+    phone = Phone()
+    phone.finals = [(10.0, _final(4, "en", [4])), (11.5, _final(5, "en", [5, 6]))]
+    phone.audio = [(10.2, {"segment": 4, "lang": "en"}), (15.0, {"segment": 5, "lang": "en"})]
+    assert speaking_at(phone, {4, 5, 6}, "en", 11.0)
+    assert turn_times(phone, {4, 5, 6}, "en") == (11.5, 15.0)
+    assert not speaking_at(phone, {5, 6}, "en", 11.0)
+    assert not speaking_at(phone, {4, 5, 6}, "en", 10.1)
