@@ -3,6 +3,11 @@
 One beam-5 decode with word timestamps per recording and model, cached as JSON so reruns are
 fast. The cache holds the raw decode only; everything derived from it (normalisation, alignment
 to the human reference) is recomputed on load, so metric changes never need a new decode.
+
+A decode is used only on the kind of processor, and with the CTranslate2, that made it
+(:func:`decode_host`): the same model and settings give other words on another processor
+(docs/metrics.md, "Speech classes / The offline baseline's machine"), and a live/offline
+ratio must compare decodes made on one machine.
 """
 
 from __future__ import annotations
@@ -20,6 +25,30 @@ from bench.recordings import Recording
 from bench.textnorm import normalise_words
 
 CACHE_VERSION = 1
+
+_ISA_FLAGS = ("avx512f", "avx2", "avx", "neon", "asimd")
+"""The vector instructions CTranslate2 picks its kernels by, the widest first."""
+
+
+def decode_host() -> dict[str, str]:
+    """What a decode's numbers depend on besides its settings: the CTranslate2 release, and
+    the processor's vendor, family, model and widest vector instructions."""
+    import ctranslate2  # type: ignore[import-untyped]
+
+    fields: dict[str, str] = {}
+    cpuinfo = Path("/proc/cpuinfo")
+    text = cpuinfo.read_text(encoding="utf-8") if cpuinfo.exists() else ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("vendor_id", "cpu family", "model", "flags", "Features") and key not in fields:
+            fields[key] = value.strip()
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    return {
+        "ctranslate2": str(ctranslate2.__version__),
+        "cpu": " ".join(fields.get(k, "?") for k in ("vendor_id", "cpu family", "model")),
+        "isa": next((f for f in _ISA_FLAGS if f in flags), "none"),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +136,10 @@ def _cache_path(cache_dir: Path, recording: Recording, settings: DecodeSettings)
     return cache_dir / f"{recording.id}.{settings.model}.beam{settings.beam_size}.json"
 
 
-def _to_json(result: OfflineDecode) -> dict[str, Any]:
+def _to_json(result: OfflineDecode, host: dict[str, str]) -> dict[str, Any]:
     return {
         "version": CACHE_VERSION,
+        "host": host,
         "recording": result.recording,
         "settings": asdict(result.settings),
         "text": result.text,
@@ -118,8 +148,14 @@ def _to_json(result: OfflineDecode) -> dict[str, Any]:
     }
 
 
-def _from_json(data: dict[str, Any], settings: DecodeSettings) -> OfflineDecode | None:
-    if data.get("version") != CACHE_VERSION or data.get("settings") != asdict(settings):
+def _from_json(
+    data: dict[str, Any], settings: DecodeSettings, host: dict[str, str]
+) -> OfflineDecode | None:
+    if (
+        data.get("version") != CACHE_VERSION
+        or data.get("settings") != asdict(settings)
+        or data.get("host") != host
+    ):
         return None
     return OfflineDecode(
         recording=data["recording"],
@@ -132,16 +168,18 @@ def _from_json(data: dict[str, Any], settings: DecodeSettings) -> OfflineDecode 
 
 def cached_decode(recording: Recording, settings: DecodeSettings, cache_dir: Path) -> OfflineDecode:
     """The offline decode of ``recording`` from ``cache_dir``, decoding and caching it first
-    if the cache has none made with the same settings."""
+    if the cache has none made with the same settings on this kind of machine
+    (:func:`decode_host`)."""
     path = _cache_path(cache_dir, recording, settings)
+    host = decode_host()
     if path.is_file():
-        cached = _from_json(json.loads(path.read_text(encoding="utf-8")), settings)
+        cached = _from_json(json.loads(path.read_text(encoding="utf-8")), settings, host)
         if cached is not None:
             return cached
     result = decode(recording, settings)
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(_to_json(result), indent=1), encoding="utf-8")
+    tmp.write_text(json.dumps(_to_json(result, host), indent=1), encoding="utf-8")
     tmp.replace(path)
     return result
 

@@ -25,9 +25,35 @@ from bench.server import cpu_seconds
 RSS_SAMPLE_INTERVAL_S = 0.1
 
 
+MEASURED_PACKAGES = (
+    "ctranslate2",
+    "faster-whisper",
+    "onnxruntime",
+    "numpy",
+    "kokoro-onnx",
+    "piper-tts",
+    "whisper-normalizer",
+)
+"""The installed packages whose release can move a bench's numbers: the decoders, the VAD's
+runtime, the voices and the scorer (a fresh machine installs the newest release each allows)."""
+
+
+def package_versions() -> dict[str, str]:
+    """Release of each of :data:`MEASURED_PACKAGES` installed here."""
+    from importlib import metadata
+
+    versions = {}
+    for name in MEASURED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
 def machine_info() -> dict[str, Any]:
-    """CPU model, core counts, memory, OS, Python, and the load average when the run ended
-    (other work on the machine skews the numbers)."""
+    """CPU model, core counts, memory, OS, Python, the measured packages' releases, and the
+    load average when the run ended (other work on the machine skews the numbers)."""
     model = platform.processor() or "unknown"
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
@@ -42,6 +68,7 @@ def machine_info() -> dict[str, Any]:
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "platform": platform.platform(),
         "python": platform.python_version(),
+        "packages": package_versions(),
         "load_average_1_5_15m": [round(x, 2) for x in os.getloadavg()],
     }
 
