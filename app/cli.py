@@ -53,15 +53,15 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("prepare", help="verify and prepare the offline models")
     args = parser.parse_args(argv)
 
+    if args.command == "prepare":
+        _prepare(Settings.from_env())
+        return 0
     overrides: dict[str, object] = {}
-    if getattr(args, "host", None):
+    if args.host:
         overrides["host"] = args.host
-    if getattr(args, "port", None):
+    if args.port:
         overrides["port"] = args.port
     settings = Settings.from_env(**overrides)
-    if args.command == "prepare":
-        _prepare(settings)
-        return 0
 
     import uvicorn
 
