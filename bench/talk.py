@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import websockets
 
-from bench.format import slashed, write_report_files
+from bench.format import slashed, utc_now, write_report_files
 from bench.metrics import distribution
 from bench.recordings import EVAL_LONGFORM_EN
 from bench.replay import Received
@@ -273,8 +273,9 @@ def markdown(report: dict[str, Any], command: str) -> str:
     lines = [
         "# Traveller mode: turn latency",
         "",
-        f"Command: `{command}`. From the end of speech to the turn's translation shown and to "
-        "the first audio of its last segment (bench/talk.py docstring). Turns alternate English "
+        f"Command: `{command}` ({report['created_utc']} UTC). From the end of speech to the "
+        "turn's translation shown and to the first audio of its last segment (bench/talk.py "
+        "docstring). Turns alternate English "
         "and Spanish FLEURS clips, streamed in real time; "
         + ("language detected (`auto`)." if report["detect"] else "language given per side."),
         "",
@@ -335,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = " ".join(["python -m bench talk", *words])
     args.out.mkdir(parents=True, exist_ok=True)
     report = asyncio.run(run(args))
+    report["created_utc"] = utc_now()
     report["machine"] = machine_info()
     name = "talk-detect" if args.detect else "talk"
     text = markdown(report, command)

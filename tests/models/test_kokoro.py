@@ -73,8 +73,11 @@ def _round_trip(bank: VoiceBank, lang: str, texts: list[str]) -> tuple[float, fl
 
 
 def test_kokoro_speaks_spanish_that_whisper_base_transcribes_back() -> None:
+    """Eight sentences, not three: on three, one sentence's names ("Dr. Ehud Ur", "Dalhousie")
+    decide the figure, and it moved from under to over the bound between two processors
+    with the same voice (docs/metrics.md, "Natural voices": twelve sentences there)."""
     bank = VoiceBank(voice_plan({}, espeak=False, bundled=False))
-    wer, peak = _round_trip(bank, "es", flores_lines("spa_Latn", 3))
+    wer, peak = _round_trip(bank, "es", flores_lines("spa_Latn", 8))
     assert wer <= 0.15, wer
     assert peak <= CEILING + 1 / FULL_SCALE
 
