@@ -273,7 +273,7 @@ def markdown(report: dict[str, Any], command: str) -> str:
     lines = [
         "# Traveller mode: turn latency",
         "",
-        f"Command: `{command}` ({report['created_utc']} UTC). From the end of speech to the "
+        f"Command: `{command}` ({report['created_utc']}). From the end of speech to the "
         "turn's translation shown and to the first audio of its last segment (bench/talk.py "
         "docstring). Turns alternate English "
         "and Spanish FLEURS clips, streamed in real time; "
