@@ -22,6 +22,7 @@ import numpy as np
 
 from bench.alignment import TimedWord, reference_word_times, split_timed_word
 from bench.recordings import Recording
+from bench.resources import cpu_fields, package_versions
 from bench.textnorm import normalise_words
 
 CACHE_VERSION = 1
@@ -33,19 +34,10 @@ _ISA_FLAGS = ("avx512f", "avx2", "avx", "neon", "asimd")
 def decode_host() -> dict[str, str]:
     """What a decode's numbers depend on besides its settings: the CTranslate2 release, and
     the processor's vendor, family, model and widest vector instructions."""
-    import ctranslate2  # type: ignore[import-untyped]
-
-    fields: dict[str, str] = {}
-    cpuinfo = Path("/proc/cpuinfo")
-    text = cpuinfo.read_text(encoding="utf-8") if cpuinfo.exists() else ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip()
-        if key in ("vendor_id", "cpu family", "model", "flags", "Features") and key not in fields:
-            fields[key] = value.strip()
+    fields = cpu_fields()
     flags = set((fields.get("flags") or fields.get("Features") or "").split())
     return {
-        "ctranslate2": str(ctranslate2.__version__),
+        "ctranslate2": package_versions().get("ctranslate2", "none"),
         "cpu": " ".join(fields.get(k, "?") for k in ("vendor_id", "cpu family", "model")),
         "isa": next((f for f in _ISA_FLAGS if f in flags), "none"),
     }

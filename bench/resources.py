@@ -51,18 +51,23 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def cpu_fields() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo ("model name", "vendor_id", "flags" ...);
+    empty where there is none."""
+    cpuinfo = Path("/proc/cpuinfo")
+    fields: dict[str, str] = {}
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
 def machine_info() -> dict[str, Any]:
     """CPU model, core counts, memory, OS, Python, the measured packages' releases, and the
     load average when the run ended (other work on the machine skews the numbers)."""
-    model = platform.processor() or "unknown"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
     return {
-        "cpu_model": model,
+        "cpu_model": cpu_fields().get("model name") or platform.processor() or "unknown",
         "logical_cores": os.cpu_count(),
         "usable_cores": len(os.sched_getaffinity(0)),
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),

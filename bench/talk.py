@@ -41,7 +41,7 @@ from bench.recordings import EVAL_LONGFORM_EN
 from bench.replay import Received
 from bench.resources import machine_info
 from bench.server import ServerProcess
-from bench.translation_metrics import heard_captions, translated
+from bench.translation_metrics import Heard, heard_captions, translated
 from bench.translation_replay import create_translated_session
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -119,22 +119,31 @@ class Phone:
                     self.finals.append((now, event))
 
 
-def turn_times(phone: Phone, segments: set[int], lang: str) -> tuple[float | None, float | None]:
-    """When the turn of source ``segments`` was wholly shown in ``lang`` (the arrival of the
-    last translation final covering one of them, once they are all covered) and when the
-    audio of the translation covering the last of them began (``None`` when not yet).
+def _covering(phone: Phone, segments: set[int], lang: str) -> list[Heard]:
+    """The translation finals in ``lang`` that cover any of the source ``segments``.
 
     A translation final of a whole sentence covers each of its source segments
     (:attr:`bench.translation_metrics.Heard.covers`) and carries the first one's number, as
     its audio does."""
     heard = heard_captions(Received(at, event) for at, event in phone.finals)
-    mine = [h for h in translated(heard, lang) if segments & set(h.covers)]
+    return [h for h in translated(heard, lang) if segments & set(h.covers)]
+
+
+def _audio_of(phone: Phone, lang: str, finals: set[int]) -> list[float]:
+    """Arrival times of the audio chunks in ``lang`` of the translation ``finals``."""
+    return [at for at, a in phone.audio if a["lang"] == lang and a["segment"] in finals]
+
+
+def turn_times(phone: Phone, segments: set[int], lang: str) -> tuple[float | None, float | None]:
+    """When the turn of source ``segments`` was wholly shown in ``lang`` (the arrival of the
+    last translation final covering one of them, once they are all covered) and when the
+    audio of the translation covering the last of them began (``None`` when not yet)."""
+    mine = _covering(phone, segments, lang)
     if not mine:
         return None, None
     covered = set().union(*(h.covers for h in mine))
     shown = max(h.arrival for h in mine) if segments <= covered else None
-    spoken = {h.segment for h in mine if max(segments) in h.covers}
-    audio = [at for at, a in phone.audio if a["lang"] == lang and a["segment"] in spoken]
+    audio = _audio_of(phone, lang, {h.segment for h in mine if max(segments) in h.covers})
     return shown, (min(audio) if audio else None)
 
 
@@ -142,12 +151,8 @@ def speaking_at(phone: Phone, segments: set[int], lang: str, at: float) -> bool:
     """Whether audio of the turn of source ``segments`` had begun before ``at`` (the end of
     its speech): the voice was already speaking the turn's earlier sentences, and its last
     one waits for them."""
-    covering = {
-        h.segment
-        for h in translated(heard_captions(Received(t, e) for t, e in phone.finals), lang)
-        if segments & set(h.covers)
-    }
-    return any(t < at for t, a in phone.audio if a["lang"] == lang and a["segment"] in covering)
+    finals = {h.segment for h in _covering(phone, segments, lang)}
+    return any(t < at for t in _audio_of(phone, lang, finals))
 
 
 def _other(side: str) -> str:
