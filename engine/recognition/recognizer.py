@@ -75,6 +75,12 @@ class RunInThread(Protocol):
 class RecognizerConfig:
     language: str = "en"
     speech_threshold: float = 0.5
+    speech_hold: float = 0.1
+    """Once speech has begun, a window scoring down to this much under ``speech_threshold``
+    still holds it, as in Silero's own rule for where speech ends (which holds down to 0.15
+    under): engine/recognition/vad.py, ``SpeechTimeline``. Without it, the quiet end of a
+    word ("help you?") counted as a pause and cut it. Measured in docs/metrics.md ("Speech
+    classes / The VAD holds speech it has begun")."""
     min_silence_s: float = 0.4
     """A pause this long closes a segment."""
     short_pause_s: float = 0.15
@@ -261,7 +267,9 @@ class StreamingRecognizer:
         self._crowded = crowded
         self._next_segment = next_segment
         self._buffer = AudioBuffer(start_time)
-        self._speech = SpeechTimeline(self._buffer.origin, self.config.speech_threshold)
+        self._speech = SpeechTimeline(
+            self._buffer.origin, self.config.speech_threshold, self.config.speech_hold
+        )
         self._scored_until = self._buffer.origin
         """How much audio the VAD has been given: it keeps the part of a window it has not
         scored yet, so that part must not be given again."""

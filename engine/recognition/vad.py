@@ -88,10 +88,16 @@ class SpeechTimeline:
     machine takes large steps) can close one segment per pause, in order.
     """
 
-    def __init__(self, origin: float, threshold: float = 0.5) -> None:
+    def __init__(self, origin: float, threshold: float = 0.5, hold: float = 0.0) -> None:
+        """A window is speech if it scores ``threshold`` or more, or, once speech has begun,
+        ``threshold - hold`` or more (Silero's own rule keeps speech going down to 0.15
+        below its threshold); 0 holds nothing."""
         self.origin = origin
         self.threshold = threshold
+        self.hold = hold
         self._probs = np.zeros(0, dtype=np.float32)
+        self._flags = np.zeros(0, dtype=bool)
+        self._in_speech = False
         self._first = 0  # absolute window index of _flags[0]
         self._trimmed_speech_end = -math.inf  # end of the last speech window trimmed away
 
@@ -106,11 +112,19 @@ class SpeechTimeline:
         return int(np.ceil((time - self.origin) / WINDOW_SECONDS - 1e-9))
 
     def extend(self, probs: np.ndarray) -> None:
-        self._probs = np.concatenate([self._probs, probs.astype(np.float32)])
+        probs = probs.astype(np.float32)
+        flags = probs >= self.threshold
+        if self.hold > 0:
+            held = probs >= self.threshold - self.hold
+            for i in range(len(flags)):
+                self._in_speech = bool(flags[i] or (self._in_speech and held[i]))
+                flags[i] = self._in_speech
+        self._probs = np.concatenate([self._probs, probs])
+        self._flags = np.concatenate([self._flags, flags])
 
     def _span(self, start: float) -> tuple[int, np.ndarray]:
         lo = max(self._index(start), self._first)
-        return lo, self._probs[lo - self._first :] >= self.threshold
+        return lo, self._flags[lo - self._first :]
 
     def speech_span(self, start: float) -> tuple[float, float] | None:
         """Start of the first and end of the last speech window at or after ``start``."""
@@ -189,8 +203,9 @@ class SpeechTimeline:
     def trim_before(self, time: float) -> None:
         drop = min(len(self._probs), max(0, self._index(time) - 1 - self._first))
         if drop:
-            hits = np.flatnonzero(self._probs[:drop] >= self.threshold)
+            hits = np.flatnonzero(self._flags[:drop])
             if hits.size:
                 self._trimmed_speech_end = self._time(self._first + int(hits[-1]) + 1)
             self._probs = self._probs[drop:]
+            self._flags = self._flags[drop:]
             self._first += drop

@@ -51,9 +51,15 @@ def make_audio(duration: float, silences: list[tuple[float, float]] = SILENCE) -
 
 
 class FakeVad:
-    def __init__(self) -> None:
+    """Scores 1 where the fake audio is speech, 0 in its silences, and ``quiet`` in the
+    silent windows whose time lies in ``quiet_between`` (what Silero gives the quiet end of
+    a word)."""
+
+    def __init__(self, quiet: float = 0.0, quiet_between: tuple[float, float] = (0, 0)) -> None:
         self.windows_seen = 0
         self._pending = np.zeros(0, dtype=np.float32)
+        self._quiet = quiet
+        self._quiet_between = quiet_between
 
     def process(self, samples: np.ndarray) -> np.ndarray:
         data = np.concatenate([self._pending, samples])
@@ -61,7 +67,10 @@ class FakeVad:
         self._pending = data[count * WINDOW :]
         windows = data[: count * WINDOW].reshape(count, WINDOW)
         self.windows_seen += count
-        return (windows.mean(axis=1) >= 0).astype(np.float32)
+        means = windows.mean(axis=1)
+        lo, hi = self._quiet_between
+        quiet = (means < 0) & (-means * 1000 >= lo) & (-means * 1000 < hi)
+        return np.where(means >= 0, 1.0, np.where(quiet, self._quiet, 0.0)).astype(np.float32)
 
 
 class FakeTranscriber:
@@ -595,6 +604,24 @@ async def test_a_pause_after_little_speech_closes_only_if_long(
     # The first sentence holds 2.6 s of speech, then pauses for 1 s: with 3 s of speech
     # needed, only a pause of long_pause_s closes it; the 1.6 s pause after "test." does.
     recognizer, _ = make_recognizer(min_close_speech_s=3.0, long_pause_s=long_pause_s)
+    events = await feed(recognizer, make_audio(7.0), 0.25)
+    assert finals(events) == expected
+
+
+@pytest.mark.parametrize(
+    ("speech_hold", "expected"),
+    [
+        (0.1, ["Hello there my friends. This is a test."]),
+        (0.0, ["Hello there my friends.", "This is a test."]),
+    ],
+)
+async def test_a_quiet_stretch_after_speech_is_no_pause_while_speech_holds(
+    speech_hold: float, expected: list[str]
+) -> None:
+    # The first silence scores 0.45, under the threshold (0.5) but within the hold of it:
+    # speech begun holds through it, so only the second, silent pause closes a segment.
+    transcriber = FakeTranscriber()
+    recognizer = recognizer_on(transcriber, vad=FakeVad(0.45, (0.0, 3.7)), speech_hold=speech_hold)
     events = await feed(recognizer, make_audio(7.0), 0.25)
     assert finals(events) == expected
 

@@ -67,3 +67,20 @@ def test_speech_trimmed_away_after_a_final_still_counts_as_the_speaker_going_on(
     quiet = track("####..............")
     quiet.trim_before(at(13))
     assert quiet.next_speech(at(4), at(2)) == NextSpeech(at(16), heard=False)
+
+
+def test_speech_once_begun_holds_down_to_the_hold_below_the_threshold() -> None:
+    probs = [0.1, 0.4, 0.6, 0.4, 0.4, 0.2, 0.4, 0.45]
+    plain = SpeechTimeline(0.0)
+    plain.extend(np.array(probs, dtype=np.float32))
+    # Alone, only the window over the threshold is speech.
+    assert plain.speech_span(0.0) == (at(2), at(3))
+    held = SpeechTimeline(0.0, threshold=0.5, hold=0.15)
+    # Given in two calls: the state carries from one to the next.
+    held.extend(np.array(probs[:4], dtype=np.float32))
+    held.extend(np.array(probs[4:], dtype=np.float32))
+    # 0.4 before any speech begins nothing; after it, 0.4 holds it until 0.2 ends it, and a
+    # later 0.4 or 0.45 does not begin it again.
+    assert held.speech_span(0.0) == (at(2), at(5))
+    assert held.first_pause(0.0, at(3)) == at(5)
+    assert held.silence_after(at(5)) == at(3)
