@@ -113,12 +113,12 @@ class SpeechTimeline:
 
     def extend(self, probs: np.ndarray) -> None:
         probs = probs.astype(np.float32)
-        flags = probs >= self.threshold
-        if self.hold > 0:
-            held = probs >= self.threshold - self.hold
-            for i in range(len(flags)):
-                self._in_speech = bool(flags[i] or (self._in_speech and held[i]))
-                flags[i] = self._in_speech
+        begins = probs >= self.threshold
+        holds = probs >= self.threshold - self.hold
+        flags = np.empty(len(probs), dtype=bool)
+        for i in range(len(probs)):
+            self._in_speech = bool(begins[i] or (self._in_speech and holds[i]))
+            flags[i] = self._in_speech
         self._probs = np.concatenate([self._probs, probs])
         self._flags = np.concatenate([self._flags, flags])
 
