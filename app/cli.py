@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides["host"] = args.host
     if args.port:
         overrides["port"] = args.port
-    settings = Settings.from_env(**overrides)
+    settings = Settings.from_env(None, **overrides)
 
     import uvicorn
 
