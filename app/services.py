@@ -35,9 +35,9 @@ from engine.speech.resources import Speech
 from engine.speech.speaker import PaceConfig
 from engine.speech.voice import VoiceKind
 from engine.telemetry import Observer
+from engine.translation.config import TranslationConfig
 from engine.translation.resources import Translation
 from engine.translation.routes import RouteTable
-from engine.translation.stage import TranslationConfig
 from engine.workers import Below, Workers
 from models.catalog import default_cache_dir, resolve_whisper, silero_vad_path
 from models.silero import SileroModel

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from engine.recognition.asr import PromptedTranscriber
 from engine.translation.backends import TargetPlan, TranslatorProvider, whisper_translate
+from engine.translation.config import TranslationConfig
 from engine.translation.routes import RouteTable
-from engine.translation.stage import Publish, SessionTranslator, TranslationConfig
+from engine.translation.stage import Publish, SessionTranslator
 from engine.workers import WorkerPool
 
 

@@ -59,9 +59,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -71,233 +70,23 @@ from engine.events import Caption, ErrorEvent, Event
 from engine.recognition.vad import NextSpeech
 from engine.revisions import Remake, changed_words
 from engine.translation.backends import PooledTranslator, TargetPlan, WhisperTranslate
-from engine.translation.prompted import Misled, PromptRules, translate_prompted
-from engine.translation.sentences import Sentence, SentenceAssembler, SentenceRules, SourcePiece
+from engine.translation.config import TranslationConfig, TranslationStats
+from engine.translation.lane import (
+    ClosedSentence,
+    DraftSource,
+    Lane,
+    PendingDraft,
+    Redo,
+    speaker_key,
+)
+from engine.translation.prompted import Misled, translate_prompted
+from engine.translation.sentences import Sentence, SentenceAssembler, SourcePiece
 from engine.translation.text import Glossary, Terms, stabilise
 from engine.workers import Saturated
 
 log = logging.getLogger(__name__)
 
 Publish = Callable[[Event], Awaitable[object]]
-
-COVERED_KEPT = 512
-"""Covered source segments a lane remembers; older ones count as covered."""
-
-
-@dataclass(frozen=True, slots=True)
-class TranslationConfig:
-    hold_back_words: int = 1
-    """Last words of a draft translation not shown until a later draft or the final (less
-    flicker); 0 shows everything. Not applied when the source draft is wholly stable."""
-    draft_stable_only: bool = True
-    """Translate only the stable (committed) part of a source draft: its unstable tail
-    changes from one draft to the next, and with a different word order in the target every
-    change moved words already shown (docs/metrics.md, "Translation"). Until its first
-    glance: a segment none of whose words has been shown yet is translated whole once its
-    draft has heard ``glance_after_s`` of speech, stable or not."""
-    glance_after_s: float = 1.0
-    """Speech after which a reader gets a first glance of a segment (text routes) or of a
-    sentence (speech drafts, whose first draft comes then and is shown but never kept: the
-    next draft decodes the sentence afresh), whatever the source's stability
-    (docs/metrics.md, "Speech drafts" and "A first glance")."""
-    degrade_backlog: int = 4
-    context_chars: int = 200
-    """The most characters of the previous sentence's source text a text route hears as
-    context."""
-    prompt: PromptRules = field(default_factory=PromptRules)
-    """A speech route's prompt, and when its decode is made again
-    (engine/translation/prompted.py)."""
-    sentences: SentenceRules = field(default_factory=SentenceRules)
-    """Where sentences close when every route translates text."""
-    speech_sentences: SentenceRules = field(
-        default_factory=lambda: SentenceRules(close_at_mark=False, pause_s=2.5)
-    )
-    """Where they close when a route translates the speech itself (Whisper-translate): its
-    decoder hears the sentence's audio, and a mark kept at a reader's pause inside a
-    sentence cut it in two. Only a long pause or the cap closes one: the next speech
-    beginning ``resume_gap_s`` after the last final, or nothing of the speaker for
-    ``pause_s``, which is longer here because the next draft can come two seconds after a
-    final while the recogniser catches up (its refine, drafts shed). docs/metrics.md,
-    "Marks inside a sentence"."""
-    speech_finals_full_window: bool = False
-    """A speech route's finals decode in Whisper's full 30 s window, as the route was measured
-    offline, rather than the short window its drafts use. Off: live, with the previous
-    translation as the prompt, it scored lower and came later (docs/metrics.md, "Finals in
-    the full window, again")."""
-    speech_drafts: bool = True
-    """A route with no text backend drafts from speech (module docstring): a greedy decode
-    of the open sentence's audio at each of its source finals, and at a source draft once
-    ``speech_draft_every_s`` more of it has been heard, on the recogniser's pool, only
-    while someone reads the language."""
-    speech_draft_every_s: float = 1.5
-    """How much more speech a source draft must bring before it is drafted from speech
-    again (a source final, or a segment joining the sentence, always is): each such draft
-    decodes the whole open sentence, beginning with the words of the draft shown, once that
-    came from at least this much speech (docs/metrics.md, "Speech drafts")."""
-    recent_audio_s: float = 120.0
-    """Seconds of recent sentences' audio kept (only where a route translates speech) so a
-    correction can be decoded again from it."""
-    corrections_kept: int = 1024
-    """Corrected source texts remembered for sentences not translated yet."""
-
-
-@dataclass(slots=True)
-class TranslationStats:
-    drafts_translated: int = 0
-    drafts_stale: int = 0
-    """Replaced by a newer draft of the same segment before they ran."""
-    drafts_late: int = 0
-    """Dropped because a sentence final already covered their segment."""
-    drafts_failed: int = 0
-    sentences: int = 0
-    finals_translated: int = 0
-    finals_degraded: int = 0
-    finals_echoed: int = 0
-    """Whisper-translate finals made again because the first decode echoed the previous
-    translation (engine/translation/prompted.py)."""
-    finals_unprompted: int = 0
-    """Whisper-translate finals kept from the decode without the previous translation,
-    which the model was surer of (engine/translation/prompted.py)."""
-    finals_failed: int = 0
-    finals_skipped: int = 0
-    """Sentences a lane nobody read could not translate (no text backend): a gap."""
-    draft_latency: deque[float] = field(default_factory=lambda: deque(maxlen=512))
-    """Seconds from a source draft's arrival to its translation being published."""
-    final_latency: deque[float] = field(default_factory=lambda: deque(maxlen=512))
-    """Seconds from a sentence closing to its translation being published."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Draft:
-    caption: Caption
-    arrived: float
-    refined: bool = False
-    """Made from a source final (of a sentence still open): its source will not change."""
-    audio: np.ndarray | None = None
-    """A source draft's segment audio so far, where a route drafts from speech."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Source:
-    """What a translated draft is made from for one open segment: the stable part of its
-    newest source draft, or its final while its sentence is open."""
-
-    draft: _Draft
-    text: str
-    settled: bool
-    """Its words will not change (a final, or a draft wholly stable where whole drafts are
-    translated): no words of it are held back."""
-
-    @property
-    def caption(self) -> Caption:
-        return self.draft.caption
-
-    @property
-    def who(self) -> str:
-        return _speaker_key(self.caption)
-
-
-def _speaker_key(caption: Caption) -> str:
-    return caption.speaker.id if caption.speaker is not None else ""
-
-
-@dataclass(frozen=True, slots=True)
-class _Closed:
-    sentence: Sentence
-    closed: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Redo:
-    """A published translation final to make again (a correction of one of its sources)."""
-
-    line: Caption
-    """Its newest revision."""
-    source_text: str
-    taught: tuple[str, ...]
-    """Words the correction brought (hint text for a speech decode)."""
-
-
-class _Lane:
-    """The translation state of one target language."""
-
-    def __init__(self, target: str, plan: TargetPlan) -> None:
-        self.target = target
-        self.plan = plan
-        self.reading = False
-        """Someone reads this language now: drafts, and the route's best final backend."""
-        self.pending: OrderedDict[int, _Draft] = OrderedDict()
-        """The newest untranslated draft of each open segment, oldest segment first."""
-        self.wake = asyncio.Event()
-        self.finals: asyncio.Queue[_Closed | _Redo | None] = asyncio.Queue()
-        self.covered: OrderedDict[int, None] = OrderedDict()
-        """Source segments a queued sentence covers (the newest ``COVERED_KEPT``): their
-        drafts are never shown again. A set, not a high-water mark: in a panel, speakers'
-        sentences close out of segment order."""
-        self.shown: dict[int, str] = {}
-        """The translated draft shown under each open segment (a sentence's first)."""
-        self.draft_source: dict[int, str] = {}
-        """The source text each shown draft was made from."""
-        self.speech_heard: dict[int, float] = {}
-        """Seconds of its sentence's audio the last speech draft under a segment heard; 0
-        when it heard less than ``speech_draft_every_s`` (not kept by the next)."""
-        self.sources: dict[int, _Source] = {}
-        """The newest source text of each open segment a draft brought."""
-        self.shown_under: dict[int, int] = {}
-        """Open segment -> the segment whose translated draft shows its words."""
-        self.held: dict[int, int] = {}
-        """Open segment -> the closed sentence (its first segment) whose draft showed its
-        words: it is drafted again once that sentence's final is out, not before (its
-        words would show twice meanwhile)."""
-        self.previous_translation = ""
-        self.failing = False
-        self.gap = False
-        """Some sentence was left untranslated while nobody read this language."""
-        self.lock = asyncio.Lock()
-        self.tasks: list[asyncio.Task[None]] = []
-        self.redoing: asyncio.Task[None] | None = None
-        """The newest re-make of a corrected line; each waits for the one before it."""
-
-    def cover(self, segments: Iterable[int]) -> int:
-        """A sentence final covers ``segments``: drop their drafts' state; how many pending
-        drafts were dropped. Open segments whose words a covered segment's draft showed (the
-        speaker went on before the sentence closed) are drafted again under their own."""
-        dropped = 0
-        covered = set(segments)
-        for segment in covered:
-            self.covered[segment] = None
-            dropped += self.pending.pop(segment, None) is not None
-            self.shown.pop(segment, None)
-            self.draft_source.pop(segment, None)
-            self.speech_heard.pop(segment, None)
-            self.sources.pop(segment, None)
-            self.shown_under.pop(segment, None)
-            self.held.pop(segment, None)
-        for segment, under in list(self.shown_under.items()):
-            if under in covered:
-                del self.shown_under[segment]
-                self.held[segment] = under
-        while len(self.covered) > COVERED_KEPT:
-            self.covered.popitem(last=False)
-        return dropped
-
-    def release(self, sentence: Iterable[int]) -> None:
-        """The final of the sentence of these segments is out: draft the segments it held
-        again, under their own."""
-        covered = set(sentence)
-        for segment, under in list(self.held.items()):
-            if under not in covered:
-                continue
-            del self.held[segment]
-            source = self.sources.get(segment)
-            if source is not None and self.reading and segment not in self.pending:
-                self.pending[segment] = source.draft
-                self.wake.set()
-
-    def is_covered(self, segment: int) -> bool:
-        if segment in self.covered:
-            return True
-        return len(self.covered) >= COVERED_KEPT and segment < next(iter(self.covered))
 
 
 class SessionTranslator:
@@ -317,7 +106,7 @@ class SessionTranslator:
         self.source = languages.normalise(source)
         self._publish = publish
         self._lanes = {
-            languages.normalise(t): _Lane(languages.normalise(t), p) for t, p in plans.items()
+            languages.normalise(t): Lane(languages.normalise(t), p) for t, p in plans.items()
         }
         self._whisper = whisper_translate
         self._whisper_drafts = whisper_drafts
@@ -390,9 +179,9 @@ class SessionTranslator:
             lane = self._lanes.get(remake.line.lang)
             if lane is not None and not self._closed:
                 words = tuple(changed_words(self._text_before(remake.line), caption.text))
-                self._queue_redo(lane, _Redo(remake.line, remake.source_text, words))
+                self._queue_redo(lane, Redo(remake.line, remake.source_text, words))
 
-    def _queue_redo(self, lane: _Lane, job: _Redo) -> None:
+    def _queue_redo(self, lane: Lane, job: Redo) -> None:
         """Re-make a line ahead of the sentences waiting in the lane (a person waits for
         it), after the re-makes before it (so the last correction's is published last)."""
         before = lane.redoing
@@ -445,7 +234,7 @@ class SessionTranslator:
             return
         self._start()
         now = time.perf_counter()
-        who = _speaker_key(caption)
+        who = speaker_key(caption)
         assembler = self._sentences.get(who)
         if assembler is None:
             assembler = SentenceAssembler(self._rules, self.config.context_chars)
@@ -454,7 +243,7 @@ class SessionTranslator:
         if not caption.is_final:
             assembler.hear(caption)
             for lane in self._lanes.values():
-                self._want_draft(lane, _Draft(caption, now, audio=audio))
+                self._want_draft(lane, PendingDraft(caption, now, audio=audio))
             return
         sentence = assembler.add(SourcePiece(caption, audio), whole=whole)
         if sentence is not None:
@@ -475,7 +264,7 @@ class SessionTranslator:
             stable=len(caption.text),
         )
         for lane in self._lanes.values():
-            self._want_draft(lane, _Draft(refined, now, refined=True))
+            self._want_draft(lane, PendingDraft(refined, now, refined=True))
 
     def on_silence(self, final: Caption, after: NextSpeech | None) -> bool:
         """What the VAD has heard since ``final``, the last source final passed in, while the
@@ -483,7 +272,7 @@ class SessionTranslator:
         (``resume_gap_s``, engine/translation/sentences.py) closes the sentence now rather
         than at the timer (docs/metrics.md, "Translation / Sentences closed by the
         silence"). Whether the pause is still timed, so worth telling again."""
-        who = _speaker_key(final)
+        who = speaker_key(final)
         assembler = self._sentences.get(who)
         if who not in self._pauses or assembler is None or not assembler.ends_at(final.segment):
             return False
@@ -566,7 +355,7 @@ class SessionTranslator:
     def _enqueue(self, sentence: Sentence) -> None:
         self.stats.sentences += 1
         self._remember(sentence)
-        closed = _Closed(sentence, time.perf_counter())
+        closed = ClosedSentence(sentence, time.perf_counter())
         for lane in self._lanes.values():
             self.stats.drafts_late += lane.cover(sentence.segments)
             lane.finals.put_nowait(closed)
@@ -608,13 +397,13 @@ class SessionTranslator:
         drafts from speech. Otherwise the stream need not hand it over."""
         return any(lane.reading and self._speaks_drafts(lane) for lane in self._lanes.values())
 
-    def _speaks_drafts(self, lane: _Lane) -> bool:
+    def _speaks_drafts(self, lane: Lane) -> bool:
         """Whether ``lane`` drafts from speech: its route has no text backend, and its
         final translates the speech, with a fast decode for drafts."""
         plan = lane.plan
         return plan.draft is None and plan.route.speech_final and self._whisper_drafts is not None
 
-    def _want_draft(self, lane: _Lane, draft: _Draft) -> None:
+    def _want_draft(self, lane: Lane, draft: PendingDraft) -> None:
         segment = draft.caption.segment
         if not lane.reading or lane.is_covered(segment):
             return
@@ -626,7 +415,7 @@ class SessionTranslator:
         lane.pending[segment] = draft
         lane.wake.set()
 
-    async def _draft_loop(self, lane: _Lane) -> None:
+    async def _draft_loop(self, lane: Lane) -> None:
         while True:
             await lane.wake.wait()
             lane.wake.clear()
@@ -634,7 +423,7 @@ class SessionTranslator:
                 _, draft = lane.pending.popitem(last=False)
                 await self._translate_draft(lane, draft)
 
-    async def _translate_draft(self, lane: _Lane, draft: _Draft) -> None:
+    async def _translate_draft(self, lane: Lane, draft: PendingDraft) -> None:
         if lane.finals.qsize() >= self.config.degrade_backlog:  # overloaded: finals first
             self.stats.drafts_stale += 1
             return
@@ -659,10 +448,10 @@ class SessionTranslator:
         settled = draft.refined or (
             caption.stable >= len(caption.text) and not self.config.draft_stable_only
         )
-        lane.sources[caption.segment] = _Source(draft, source, settled)
+        lane.sources[caption.segment] = DraftSource(draft, source, settled)
         if caption.segment in lane.held:
             return  # drafted once the sentence that showed its words has its final
-        who = _speaker_key(caption)
+        who = speaker_key(caption)
         parts = self._open_sentence(lane, who)
         if backend is not None:
             await self._draft_sentence(
@@ -689,7 +478,12 @@ class SessionTranslator:
         )
 
     def _speech_draft_due(
-        self, lane: _Lane, draft: _Draft, parts: list[_Source], seconds: float, last: float | None
+        self,
+        lane: Lane,
+        draft: PendingDraft,
+        parts: list[DraftSource],
+        seconds: float,
+        last: float | None,
     ) -> bool:
         """Whether the open sentence ``parts`` (``seconds`` of audio; ``last``: what its last
         speech draft heard, 0 after a first glance, None before any) is drafted from speech
@@ -703,7 +497,7 @@ class SessionTranslator:
         )
         return draft.refined or joined or seconds - last >= config.speech_draft_every_s
 
-    def _sentence_audio(self, who: str, parts: list[_Source]) -> list[np.ndarray] | None:
+    def _sentence_audio(self, who: str, parts: list[DraftSource]) -> list[np.ndarray] | None:
         """The audio of the open sentence ``parts`` of ``who``, part by part: its finals'
         and then its open segments' as their newest drafts heard them; None if a part's is
         missing."""
@@ -718,9 +512,9 @@ class SessionTranslator:
 
     async def _draft_sentence(
         self,
-        lane: _Lane,
-        draft: _Draft,
-        parts: list[_Source],
+        lane: Lane,
+        draft: PendingDraft,
+        parts: list[DraftSource],
         translate: Callable[[str], Awaitable[str]],
     ) -> None:
         """Translate the open sentence ``parts`` (``translate`` is given its source text)
@@ -743,7 +537,7 @@ class SessionTranslator:
             return
         await self._show_draft(lane, parts, draft, translated)
 
-    def _open_sentence(self, lane: _Lane, who: str) -> list[_Source]:
+    def _open_sentence(self, lane: Lane, who: str) -> list[DraftSource]:
         """The open sentence of ``who`` as a translated draft shows it, in segment order: its
         finals so far, then the newest source of each later open segment of that speaker
         (the speaker goes on while a final is still being refined). A sentence's drafts
@@ -752,7 +546,7 @@ class SessionTranslator:
         assembler = self._sentences.get(who)
         pieces = assembler.pieces if assembler is not None else ()
         parts = [
-            _Source(_Draft(p.caption, 0.0, refined=True), p.caption.text.strip(), True)
+            DraftSource(PendingDraft(p.caption, 0.0, refined=True), p.caption.text.strip(), True)
             for p in pieces
         ]
         after = pieces[-1].caption.segment if pieces else None
@@ -767,7 +561,7 @@ class SessionTranslator:
         return [part for part in parts if part.text]
 
     async def _show_draft(
-        self, lane: _Lane, parts: list[_Source], draft: _Draft, text: str
+        self, lane: Lane, parts: list[DraftSource], draft: PendingDraft, text: str
     ) -> None:
         first, last = parts[0].caption, parts[-1].caption
         segments = tuple(part.caption.segment for part in parts)
@@ -794,22 +588,22 @@ class SessionTranslator:
             )
             self.stats.draft_latency.append(time.perf_counter() - draft.arrived)
 
-    async def _final_loop(self, lane: _Lane) -> None:
+    async def _final_loop(self, lane: Lane) -> None:
         while True:
             job = await lane.finals.get()
             try:
                 if job is None:
                     return
-                if isinstance(job, _Redo):
+                if isinstance(job, Redo):
                     await self._redo(lane, job)
                     continue
                 await self._publish_final(lane, job)
             finally:
                 lane.finals.task_done()
 
-    async def _publish_final(self, lane: _Lane, job: _Closed) -> None:
+    async def _publish_final(self, lane: Lane, job: ClosedSentence) -> None:
         """Translate a closed sentence and publish it; then draft again the segments its
-        draft held (:meth:`_Lane.release`), whatever became of it."""
+        draft held (:meth:`Lane.release`), whatever became of it."""
         used = self.source_text(job.sentence)
         try:
             caption = await self._final_caption(lane, job.sentence)
@@ -821,11 +615,11 @@ class SessionTranslator:
             now = self.source_text(job.sentence)
             if now != used:  # corrected while it was being translated
                 words = self._taught(job.sentence.segments)
-                self._queue_redo(lane, _Redo(caption, now, words))
+                self._queue_redo(lane, Redo(caption, now, words))
         finally:
             lane.release(job.sentence.segments)
 
-    async def _redo(self, lane: _Lane, job: _Redo) -> None:
+    async def _redo(self, lane: Lane, job: Redo) -> None:
         """Make a published translation final again from its corrected source text."""
         line = job.line
         sentence = self._recent.get(line.segment)
@@ -851,7 +645,7 @@ class SessionTranslator:
         async with lane.lock:
             await self._publish(line.revised(text))
 
-    async def _final_caption(self, lane: _Lane, sentence: Sentence) -> Caption | None:
+    async def _final_caption(self, lane: Lane, sentence: Sentence) -> Caption | None:
         text = ""
         source_text = self.source_text(sentence)
         if source_text:
@@ -888,7 +682,7 @@ class SessionTranslator:
             speaker=first.speaker,
         )
 
-    async def _translate_final(self, lane: _Lane, sentence: Sentence) -> str | None:
+    async def _translate_final(self, lane: Lane, sentence: Sentence) -> str | None:
         """The sentence's translation by the best backend the lane may use now; None when
         nobody reads the language and its route has no text backend."""
         plan = lane.plan
@@ -921,7 +715,7 @@ class SessionTranslator:
 
     async def _translate_speech(
         self,
-        lane: _Lane,
+        lane: Lane,
         audio: np.ndarray,
         taught: Iterable[str] = (),
         *,
@@ -962,7 +756,7 @@ class SessionTranslator:
             return terms.restore(await backend.translate(protected, context), slots)
         return terms.substitute(await backend.translate(terms.substitute(text), context))
 
-    async def _report_gap(self, lane: _Lane) -> None:
+    async def _report_gap(self, lane: Lane) -> None:
         name = languages.get(lane.target).english_name if languages.is_known(lane.target) else ""
         await self._publish(
             ErrorEvent(

@@ -10,10 +10,10 @@ from pathlib import Path
 from engine.factory import StagePorts
 from engine.presenting import StartRequest
 from engine.translation.backends import PooledTranslator, TargetPlan
+from engine.translation.config import TranslationConfig
 from engine.translation.resources import Translation
 from engine.translation.routes import Backend, RouteTable, TranslationRoute
 from engine.translation.sentences import SentenceRules
-from engine.translation.stage import TranslationConfig
 from engine.workers import WorkerPool
 from tests.engine.test_lifecycle import make_engine, play, speech, until
 from tests.engine.translation.test_translation import ScriptedTranslator

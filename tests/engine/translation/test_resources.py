@@ -11,9 +11,9 @@ import pytest
 from engine.events import Word
 from engine.recognition.asr import Decoded, DecodeOptions
 from engine.translation.backends import TargetPlan
+from engine.translation.config import TranslationConfig
 from engine.translation.resources import Translation
 from engine.translation.routes import Backend, RouteTable, TranslationRoute
-from engine.translation.stage import TranslationConfig
 from engine.workers import WorkerPool
 from tests.engine.translation.test_translation import Recorder, final
 

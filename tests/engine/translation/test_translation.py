@@ -25,6 +25,7 @@ from engine.translation.backends import (
     TargetPlan,
     whisper_translate,
 )
+from engine.translation.config import TranslationConfig
 from engine.translation.routes import (
     Backend,
     Candidate,
@@ -35,7 +36,7 @@ from engine.translation.routes import (
     whisper_sources,
 )
 from engine.translation.sentences import SentenceRules
-from engine.translation.stage import SessionTranslator, TranslationConfig
+from engine.translation.stage import SessionTranslator
 from engine.translation.text import PLACEHOLDER_BASE, Glossary, Terms, stabilise
 from engine.workers import WorkerPool, Workers
 from models.apertium import ApertiumBackend
