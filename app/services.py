@@ -27,7 +27,7 @@ from engine.editing import Editing
 from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presenting
 from engine.recognition.asr import LanguageIdentifier, PromptedTranscriber, Transcriber
-from engine.recognition.recognizer import RecognizerConfig
+from engine.recognition.config import RecognizerConfig
 from engine.recognition.resources import Recognition
 from engine.registry import SessionRegistry
 from engine.session import SessionPorts

@@ -72,7 +72,7 @@ class Settings:
     warm_models: bool = True
     refine: bool = True
     recognizer: Mapping[str, str] = field(default_factory=dict)
-    """Overrides of engine.recognition.recognizer.RecognizerConfig fields
+    """Overrides of engine.recognition.config.RecognizerConfig fields
     (``{"min_silence_s": "0.4"}``)."""
     speech: bool = True
     """Speak final captions to listeners who turn audio on."""

@@ -27,8 +27,9 @@ from bench.textnorm import normalise_words
 from bench.translation import FleursClip, fleurs_clips
 from engine.audio import decode_pcm16
 from engine.events import Caption
+from engine.recognition.config import RecognizerConfig
 from engine.recognition.language_id import DetectingRecognizer
-from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.recognition.recognizer import StreamingRecognizer
 from engine.recognition.vad import StreamingVad
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path

@@ -35,7 +35,8 @@ from bench.textnorm import normalise_words
 from engine.audio import SAMPLE_RATE, decode_pcm16
 from engine.events import Caption
 from engine.recognition.asr import Decoded, DecodeOptions, Transcriber
-from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.recognition.config import RecognizerConfig
+from engine.recognition.recognizer import StreamingRecognizer
 from engine.recognition.vad import StreamingVad
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path

@@ -25,7 +25,7 @@ from bench.recordings import EVAL_LONGFORM_EN, default_wavs, load_recording, res
 from bench.steps import step_through
 from bench.term_rule import TermRecall, reference_terms, term_recall, unique
 from bench.textnorm import normalise_words
-from engine.recognition.recognizer import RecognizerConfig
+from engine.recognition.config import RecognizerConfig
 from engine.terms import Term, recognition_hint
 from engine.workers import WorkerPool
 from models.catalog import resolve_whisper, silero_vad_path

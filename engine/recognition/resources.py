@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from engine import languages
 from engine.recognition.asr import LanguageIdentifier, Transcriber
-from engine.recognition.recognizer import RecognizerConfig
+from engine.recognition.config import RecognizerConfig
 from engine.recognition.vad import VadModel
 from engine.workers import WorkerPool
 

@@ -24,7 +24,7 @@ from engine.events import Caption, StateChange, Word
 from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presentation, Presenting, StartRequest
 from engine.recognition.asr import Decoded, DecodeOptions
-from engine.recognition.recognizer import RecognizerConfig
+from engine.recognition.config import RecognizerConfig
 from engine.recognition.resources import Recognition
 from engine.recognition.shedding import Shed
 from engine.refusals import Refusal, Refused

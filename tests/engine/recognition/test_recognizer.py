@@ -22,7 +22,8 @@ import pytest
 from engine.audio import SAMPLE_RATE
 from engine.events import Caption, Word
 from engine.recognition.asr import Decoded, DecodeOptions, Transcriber
-from engine.recognition.recognizer import RecognizerConfig, StreamingRecognizer
+from engine.recognition.config import RecognizerConfig
+from engine.recognition.recognizer import StreamingRecognizer
 from engine.recognition.shedding import Shed
 from engine.recognition.vad import WINDOW, NextSpeech
 from engine.workers import WorkerPool
