@@ -418,7 +418,11 @@ async def test_finals_in_order_never_dropped_and_no_draft_after_final(
             final_index = published.events.index(finals[caption.segment])
             assert published.events.index(caption) < final_index, "draft after its final"
     assert not any(c.segment == 0 for c in published.captions("es", "draft"))
-    assert len(published.captions("fr", "draft")) == 11
+    # One French draft for each later segment. Segment 0's may or may not show before its
+    # final: the French draft runs beside the held Spanish one, and which thread's result
+    # the loop hears first depends on the machine's load (it is never shown after the final:
+    # the loop above).
+    assert [c.segment for c in published.captions("fr", "draft") if c.segment] == list(range(1, 12))
     assert session.stats.drafts_late >= 1
     # Context: the previous final's source text goes to the final backend.
     assert ("Sentence 2.", "Sentence 1.") in quick.calls
