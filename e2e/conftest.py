@@ -8,11 +8,13 @@ exactly what a presenter would have said. The server under test comes from the s
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import wave
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -97,6 +99,30 @@ def fake_audio(tmp_path_factory: pytest.TempPathFactory) -> FakeAudio:
     duration = write_trimmed_wav(SONNET, target, SONNET_OCTAVE_S)
     octave = "\n".join(reference(SONNET).splitlines()[:SONNET_OCTAVE_LINES])
     return FakeAudio(path=target, duration_s=duration, reference=octave)
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    """Serves files without logging every request to stderr."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@pytest.fixture(scope="session")
+def static_server() -> Iterator[str]:
+    """The repository's files over HTTP on a free loopback port, static/ at /static/, for the
+    tests of one browser module with no app server (module imports and worklets need an
+    origin)."""
+    handler = functools.partial(QuietHandler, directory=str(REPO_ROOT))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 @pytest.fixture(scope="session")

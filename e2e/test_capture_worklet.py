@@ -9,17 +9,11 @@ every frame is exactly 100 ms. No server or model is needed: the static files ar
 
 from __future__ import annotations
 
-import functools
 import math
-import threading
-from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page
-
-from e2e.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +24,7 @@ async ({ rate, seconds, left, right }) => {
   const ctx = new OfflineAudioContext({
     numberOfChannels: 1, length: Math.round(rate * seconds), sampleRate: rate,
   });
-  await ctx.audioWorklet.addModule('/js/capture-worklet.js');
+  await ctx.audioWorklet.addModule('/static/js/capture-worklet.js');
   const node = new AudioWorkletNode(ctx, 'capture-processor', {
     numberOfInputs: 1, numberOfOutputs: 0, channelCount: 2, channelCountMode: 'explicit',
     channelInterpretation: 'speakers', processorOptions: { targetRate: 16000, frameMs: 100 },
@@ -84,28 +78,6 @@ async ({ rate, seconds, left, right }) => {
   };
 }
 """
-
-
-class QuietHandler(SimpleHTTPRequestHandler):
-    """Serves static/ without logging every request to stderr."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
-@pytest.fixture(scope="module")
-def static_server() -> Iterator[str]:
-    """static/ over HTTP on a free loopback port (the worklet must come from an origin)."""
-    handler = functools.partial(QuietHandler, directory=str(REPO_ROOT / "static"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def render(

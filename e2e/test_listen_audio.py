@@ -20,7 +20,6 @@ Chromium runs without `--autoplay-policy=no-user-gesture-required`: audio starts
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import math
 import re
@@ -28,7 +27,6 @@ import shutil
 import struct
 import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +34,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, WebSocketRoute, expect
 
-from e2e.conftest import CHROMIUM, PHONE, REPO_ROOT, ConsoleLog, open_page
+from e2e.conftest import CHROMIUM, PHONE, ConsoleLog, open_page
 from tests.data import SONNET, SONNET_OCTAVE_S
 from tests.support import create_session, read_wav, stream_recording
 
@@ -64,28 +62,6 @@ def listener_browser(playwright_instance: Playwright) -> Iterator[Browser]:
         browser.close()
 
 
-class QuietHandler(SimpleHTTPRequestHandler):
-    """Serves static/ without logging every request to stderr."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
-@pytest.fixture(scope="module")
-def static_server() -> Iterator[str]:
-    """static/ over HTTP on a free loopback port (worklets must come from an origin)."""
-    handler = functools.partial(QuietHandler, directory=str(REPO_ROOT / "static"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 @pytest.fixture
 def player_page(listener_browser: Browser, static_server: str) -> Iterator[Page]:
     context = listener_browser.new_context()
@@ -104,7 +80,7 @@ def player_page(listener_browser: Browser, static_server: str) -> Iterator[Page]
 # others before rendering starts. Each chunk continues the phase of the one before it.
 RENDER = """
 async ({ rate, seconds, chunks, volume = 1, muted = false }) => {
-  const { AudioPlayer } = await import('/js/audio-player.js');
+  const { AudioPlayer } = await import('/static/js/audio-player.js');
   const ctx = new OfflineAudioContext({
     numberOfChannels: 1, length: Math.round(rate * seconds), sampleRate: rate,
   });

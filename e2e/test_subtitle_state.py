@@ -10,38 +10,12 @@ at least 1.5 s. No server or model is needed: static/ is served as is.
 
 from __future__ import annotations
 
-import functools
-import threading
-from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page
 
-from e2e.conftest import REPO_ROOT
-
 pytestmark = pytest.mark.browser
-
-
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
-@pytest.fixture(scope="module")
-def static_server() -> Iterator[str]:
-    """The repository's static/ at /static/ on a free loopback port."""
-    handler = functools.partial(QuietHandler, directory=str(REPO_ROOT))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.fixture
