@@ -31,8 +31,8 @@ from engine.recognition.config import RecognizerConfig
 from engine.recognition.resources import Recognition
 from engine.registry import SessionRegistry
 from engine.session import SessionPorts
+from engine.speech.config import PaceConfig
 from engine.speech.resources import Speech
-from engine.speech.speaker import PaceConfig
 from engine.speech.voice import VoiceKind
 from engine.telemetry import Observer
 from engine.translation.config import TranslationConfig

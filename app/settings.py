@@ -80,7 +80,7 @@ class Settings:
     """Voices by language besides the defaults: a Piper ``.onnx`` path, ``kokoro:STYLE``
     (or ``kokoro``) or ``espeak:NAME`` (models/voices.py)."""
     pace: Mapping[str, str] = field(default_factory=dict)
-    """Overrides of engine.speech.speaker.PaceConfig fields (``{"fallback_gap_s": "2"}``)."""
+    """Overrides of engine.speech.config.PaceConfig fields (``{"fallback_gap_s": "2"}``)."""
     natural_voices: bool = True
     """Speak the languages Kokoro knows with Kokoro (off: espeak-ng, as before it)."""
     tts_threads: int = 2

@@ -51,7 +51,8 @@ from bench.replay import present
 from bench.resources import machine_info
 from bench.server import ServerProcess
 from bench.translation_replay import create_translated_session
-from engine.speech.speaker import PaceConfig, speech_pieces
+from engine.speech.config import PaceConfig
+from engine.speech.pieces import speech_pieces
 from models.voices import VoiceBank, voice_plan
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -44,7 +44,7 @@ from engine.recognition.resources import Recognition
 from engine.recognition.vad import StreamingVad
 from engine.refusals import Refusal, Refused
 from engine.revisions import Remake
-from engine.speech.speaker import SessionSpeaker
+from engine.speech.stage import SessionSpeaker
 from engine.store.base import (
     PRESENTER_ID,
     SessionRecord,

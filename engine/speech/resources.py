@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.speech.config import PaceConfig, Publish
 from engine.speech.costs import SynthesisCosts
-from engine.speech.speaker import PaceConfig, Publish, SessionSpeaker
+from engine.speech.stage import SessionSpeaker
 from engine.speech.voice import LanguageVoices, VoiceProvider
 from engine.workers import WorkerPool
 

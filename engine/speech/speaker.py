@@ -1,4 +1,5 @@
-"""One session's speech stage: final translations in, spoken audio (:class:`SpeechAudio`) out.
+"""Speaking a language's translations (:class:`LanguageSpeaker`), and the rules of the speech
+stage (engine/speech/stage.py): final translations in, spoken audio (:class:`SpeechAudio`) out.
 
 Speech is made once per language that at least one listener hears with audio on (the hub's
 ``wanted_speech``), never once per listener, and only for finals: a draft is never spoken.
@@ -67,80 +68,19 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from engine.events import Caption, ErrorEvent, Event, SpeechAudio
+from engine.events import Caption, ErrorEvent, SpeechAudio
+from engine.speech.config import PaceConfig, Publish, Run, SpeakerStats
 from engine.speech.costs import SynthesisCosts
 from engine.speech.pieces import speech_pieces
-from engine.speech.voice import LanguageVoices, Synthesizer, VoiceProvider, VoiceSource
+from engine.speech.voice import LanguageVoices, Synthesizer, VoiceSource
 from engine.workers import Saturated
 
-__all__ = [
-    "LanguageSpeaker",
-    "LanguageVoices",
-    "PaceConfig",
-    "SessionSpeaker",
-    "SpeakerStats",
-    "Synthesizer",
-    "VoiceProvider",
-    "VoiceSource",
-    "speech_pieces",
-]
+__all__ = ["LanguageSpeaker"]
 
 log = logging.getLogger(__name__)
-
-Publish = Callable[[Event], Awaitable[object]]
-
-Run = Callable[..., Awaitable[object]]
-"""A worker pool's ``run``: where blocking synthesis happens."""
-
-
-@dataclass(frozen=True, slots=True)
-class PaceConfig:
-    """The speech stage's rules (module docstring); measurements behind the defaults are in
-    docs/metrics.md, "Spoken translation" and "Natural voices"."""
-
-    bound_s: float = 6.0
-    """Skip to the newest sentence when the voice is further behind than this."""
-    speedup_from_s: float = 3.0
-    """Start speaking faster when the voice is further behind than this."""
-    max_rate: float = 1.3
-    """The fastest speed used (1.3 is still natural for every voice tried)."""
-    lead_s: float = 1.0
-    """Synthesise the next piece when less than this, plus the piece's expected synthesis
-    time, is still waiting to play."""
-    chars_per_second: float = 15.0
-    """A voice's normal speed before it has spoken (then learnt from what it says), to
-    estimate how long queued text takes to speak."""
-    max_pieces: int = 64
-    clause_chars: int = 80
-    """Sentences longer than this are split at clauses."""
-    lead_chars: int = 48
-    """The longest first piece of a final (a fast voice's)."""
-    min_lead_chars: int = 16
-    """The shortest first piece, however slow the voice."""
-    first_audio_s: float = 0.5
-    """A final's first piece is cut to take about this long to synthesise (its length is
-    this over the voice's learnt seconds per character, within the two bounds above)."""
-    cost_prior_s: float = 0.05
-    """Seconds of synthesis per character assumed for a voice that has not spoken yet:
-    about a slow neural voice's, so that a first piece is never too long."""
-    fallback_gap_s: float = 1.5
-    """Speak a sentence with the fallback (fast) voice when the voice would leave the
-    listener silent longer than this before the sentence (its expected synthesis time for
-    the sentence's first piece minus the audio still waiting to play), and give up on a
-    natural call once the listener has waited this long. docs/metrics.md, "Natural voices
-    under load"."""
-    foresight: bool = True
-    """Synthesise a sentence's lead from its translated drafts while the voice is idle
-    (module docstring, "Foresight"): Kokoro's first audio after a final falls from about
-    1.2 s to nearly nothing, for about 0.03 s more draft latency while it speaks
-    (docs/metrics.md, "Natural voices / Foresight"). ``INTERP_PACE=foresight=0`` turns it
-    off."""
-    fallback_relax: float = 0.8
-    """Each sentence the fallback speaks scales the voice's learnt cost by this, so that
-    the voice is tried again once the machine is less busy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,26 +94,6 @@ class _Piece:
     queued: float
     variant: int = 0
     """Which of the voice's voices speaks it (one per speaker of a panel)."""
-
-
-@dataclass(slots=True)
-class SpeakerStats:
-    pieces: int = 0
-    audio_seconds: float = 0.0
-    synth_seconds: float = 0.0
-    skipped: int = 0
-    failures: int = 0
-    max_behind: float = 0.0
-    fallback_pieces: int = 0
-    """Pieces spoken by the fallback voice because the voice fell behind."""
-    stalls: int = 0
-    """Natural-voice calls given up on (the fallback spoke their piece)."""
-    first_audio: deque[float] = field(default_factory=lambda: deque(maxlen=512))
-    """Seconds from a final being handed over to its first audio being published."""
-    foreseen: int = 0
-    """Leads synthesised ahead from a translated draft (module docstring, "Foresight")."""
-    foreseen_spoken: int = 0
-    """Of those, leads a final's first piece read the same and spoke."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -575,90 +495,3 @@ class LanguageSpeaker:
             cps = len(piece.text) / (audio.duration * rate)
             self._cps = 0.7 * self._cps + 0.3 * cps
         self._play_until = max(self._play_until, now) + audio.duration
-
-
-class SessionSpeaker:
-    """The speech stage of one session: a :class:`LanguageSpeaker` per language that some
-    listener hears with audio on."""
-
-    def __init__(
-        self,
-        voice: VoiceSource,
-        run: Run,
-        publish: Publish,
-        config: PaceConfig | None = None,
-        spoken: Iterable[str] = (),
-        on_first_audio: Callable[[str, float], None] | None = None,
-        costs: SynthesisCosts | None = None,
-        run_fast: Run | None = None,
-    ) -> None:
-        self._voice = voice
-        self._costs = costs if costs is not None else SynthesisCosts()
-        self._run_fast = run_fast
-        self._on_first_audio = on_first_audio
-        self._run = run
-        self._publish = publish
-        self.config = config or PaceConfig()
-        self._spoken = frozenset(spoken)
-        """Languages a voice exists for (others are never started)."""
-        self.speakers: dict[str, LanguageSpeaker] = {}
-        self.stats: dict[str, SpeakerStats] = {}
-        """Per language, over the whole session (a language's speaker may stop and restart
-        as its audio listeners come and go)."""
-        self._closing: set[asyncio.Task[None]] = set()
-        self._variants: dict[str, int] = {}
-        """Speaker id -> the variant of each voice that speaks them, in order of first
-        appearance (the first to speak gets the default voice)."""
-
-    def variant_of(self, caption: Caption) -> int:
-        """Which of a voice's voices speaks ``caption``: one per speaker of a panel."""
-        if caption.speaker is None:
-            return 0
-        return self._variants.setdefault(caption.speaker.id, len(self._variants))
-
-    def set_languages(self, langs: frozenset[str]) -> None:
-        """Speak exactly ``langs`` (those with a voice) from now on."""
-        wanted = {lang for lang in langs if lang in self._spoken}
-        for lang in set(self.speakers) - wanted:
-            task = asyncio.create_task(self.speakers.pop(lang).close())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
-        for lang in wanted - set(self.speakers):
-            self.speakers[lang] = LanguageSpeaker(
-                lang,
-                self._voice,
-                self._run,
-                self._publish,
-                self.config,
-                stats=self.stats.setdefault(lang, SpeakerStats()),
-                on_first_audio=self._on_first_audio,
-                costs=self._costs,
-                run_fast=self._run_fast,
-            )
-
-    def on_final(self, caption: Caption) -> None:
-        """Speak a translation final; a correction (``rev`` > 0) only replaces what is
-        still unspoken of its line."""
-        speaker = self.speakers.get(caption.lang)
-        if speaker is None or not caption.is_final:
-            return
-        if caption.rev:
-            speaker.correct(caption)
-        else:
-            speaker.say(caption, self.variant_of(caption))
-
-    def on_draft(self, caption: Caption) -> None:
-        """A translation draft: an idle voice may synthesise its sentence's lead ahead
-        (module docstring, "Foresight")."""
-        speaker = self.speakers.get(caption.lang)
-        if speaker is not None and not caption.is_final:
-            speaker.foresee(caption, self.variant_of(caption))
-
-    async def drain(self) -> None:
-        for speaker in list(self.speakers.values()):
-            await speaker.drain()
-
-    async def close(self) -> None:
-        for speaker in list(self.speakers.values()):
-            await speaker.close()
-        self.speakers.clear()

@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from engine.events import Caption, Event
+from engine.speech.config import PaceConfig
 from engine.speech.costs import SynthesisCosts
-from engine.speech.speaker import LanguageSpeaker, PaceConfig
+from engine.speech.speaker import LanguageSpeaker
 from engine.speech.voice import LanguageVoices
 from tests.engine.speech.test_speech import FakeVoice, Sink, _final, _run_in_thread
 

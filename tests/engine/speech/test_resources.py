@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from engine.speech.config import PaceConfig
 from engine.speech.resources import Speech
-from engine.speech.speaker import PaceConfig
 from engine.workers import WorkerPool
 from tests.engine.speech.test_speech import FakeVoice, Sink, _final
 

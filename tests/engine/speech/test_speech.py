@@ -8,7 +8,10 @@ import time
 import pytest
 
 from engine.events import Caption, ErrorEvent, Event, Speaker, SpeechAudio
-from engine.speech.speaker import LanguageSpeaker, PaceConfig, SessionSpeaker, speech_pieces
+from engine.speech.config import PaceConfig
+from engine.speech.pieces import speech_pieces
+from engine.speech.speaker import LanguageSpeaker
+from engine.speech.stage import SessionSpeaker
 from engine.speech.voice import LanguageVoices
 
 RATE = 8000
