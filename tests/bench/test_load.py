@@ -9,17 +9,9 @@ from pathlib import Path
 import pytest
 
 from bench.listener import ClientSpec, Listener
-from bench.load import (
-    SocketRow,
-    audience_counts,
-    buffers_json,
-    comparison,
-    pair_intervals,
-    parse_ss,
-    plan_audience,
-    spread,
-    stalled_indices,
-)
+from bench.load import plan_audience, spread, stalled_indices
+from bench.load_metrics import audience_counts, comparison, pair_intervals
+from bench.load_sockets import SocketRow, buffers_json, parse_ss
 from bench.metrics import SendSchedule, WordLatencies
 from bench.replay import Received, Replay
 from tests.data import ENGLISH, SONNET
