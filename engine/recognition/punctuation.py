@@ -9,11 +9,15 @@ profile"). Two rules undo that where the speaker only paused:
   subject pronoun, an auxiliary: ``CONTINUATIONS``), and the pause after it agrees: the
   recogniser holds such a final until the pause has lasted ``sentence_pause_s`` (the
   sentence ended) or the speaker goes on (it did not). Otherwise the mark is dropped (a
-  question mark too).
+  question mark too, with the "¿" that opened the segment's question: ``running_on``).
 - A final that continues a sentence begins in lower case, unless its first word needs a
   capital (``I``, a word with capitals inside). Whisper's own capital says nothing there:
   its decode heard the text before it as decoded, false full stop included (shaping what
-  the decoder hears cost words: docs/metrics.md, "Sentence breaks").
+  the decoder hears cost words: docs/metrics.md, "Sentence breaks"). Spanish opens a
+  question or an exclamation with "¿" or "¡", and one that begins inside a sentence begins
+  in lower case after its mark ("Si vienes, ¿qué haremos?"); a continuation that opens one
+  and never closes it ("se concentró" + "¿Qué no todos pudieron entrar.") was decoded as a
+  question only because Whisper heard it alone, so the mark goes too.
 
 Pure text rules; the recogniser applies them when it closes a segment
 (engine/recognition/recognizer.py). docs/metrics.md, "Sentence breaks", measured them.
@@ -69,6 +73,15 @@ at most 1% of the sentences of a written English corpus are here ("in", "on", "a
 _TRAILING_END = re.compile(r"\s*[" + re.escape("".join(SENTENCE_END)) + r"]+[\"'”’»)\]]*\s*$")
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 _KEEPS_CAPITAL = frozenset({"i", "i'm", "i've", "i'll", "i'd", "i’m", "i’ve", "i’ll", "i’d"})
+_CLOSES = {"¿": "?", "¡": "!"}
+"""Spanish opening marks and the mark that closes each."""
+_UNMARKED = {
+    word: word.translate(str.maketrans("áéíóú", "aeiou"))
+    for word in """qué quién quiénes cuál cuáles cuánto cuánta cuántos cuántas cómo dónde
+    adónde cuándo""".split()
+}
+"""Spanish interrogatives and exclamatives, and the same words where they are neither (the
+accent goes with the question or exclamation)."""
 
 
 def ends_sentence(text: str) -> bool:
@@ -90,16 +103,49 @@ def without_sentence_end(text: str) -> str:
     return _TRAILING_END.sub("", text).rstrip()
 
 
+def running_on(text: str) -> str:
+    """``text`` as a piece of a sentence the speaker went on with: without its trailing
+    sentence mark, and without an opening "¿" or "¡" at its start that the mark closed
+    (Whisper, hearing the piece alone, made a question or an exclamation of it)."""
+    kept = without_sentence_end(text)
+    body = kept.lstrip()
+    closing = _CLOSES.get(body[:1], "")
+    if closing and closing not in body and closing in text[len(kept) :]:
+        return kept[: len(kept) - len(body)] + _unopened(body)
+    return kept
+
+
+def _unopened(body: str) -> str:
+    """``body``, which opens with "¿" or "¡", as no question or exclamation: without the
+    mark, its first word without the accent the mark gave it ("¿Qué no" -> "Que no")."""
+    rest = body[1:].lstrip()
+    match = _WORD.match(rest)
+    if match is None:
+        return rest
+    word = match.group(0)
+    plain = _UNMARKED.get(word.lower())
+    if plain is None:
+        return rest
+    return (plain.capitalize() if word[0].isupper() else plain) + rest[len(word) :]
+
+
 def continuing(text: str) -> str:
     """``text`` as the continuation of a sentence: its first word in lower case unless it
-    needs a capital (``I``, a word with capitals inside)."""
+    needs a capital (``I``, a word with capitals inside); an opening "¿" or "¡" it never
+    closes dropped. Only its head changes: what it loses is lost from its start."""
     stripped = text.lstrip()
+    lead = text[: len(text) - len(stripped)]
+    mark = ""
+    if stripped[:1] in _CLOSES:
+        if _CLOSES[stripped[0]] in stripped:
+            mark, stripped = stripped[0], stripped[1:]
+        else:
+            stripped = _unopened(stripped)
     match = _WORD.match(stripped)
     if match is None:
-        return text
+        return lead + mark + stripped
     word = match.group(0)
     needs_capital = word.lower() in _KEEPS_CAPITAL or any(c.isupper() for c in word[1:])
     if needs_capital or not word[0].isupper():
-        return text
-    lead = text[: len(text) - len(stripped)]
-    return lead + word[0].lower() + stripped[1:]
+        return lead + mark + stripped
+    return lead + mark + word[0].lower() + stripped[1:]

@@ -51,7 +51,7 @@ from engine.recognition.punctuation import (
     cannot_end_sentence,
     continuing,
     ends_sentence,
-    without_sentence_end,
+    running_on,
 )
 from engine.recognition.shedding import Shed, SheddingRules, next_level
 from engine.recognition.vad import NextSpeech, SpeechTimeline, StreamingVad
@@ -452,14 +452,15 @@ class StreamingRecognizer:
         self._drafted_speech_end = speech_end
         seg.agreement.update(words)
         shown = seg.agreement.words()
-        text = join_words(shown)
+        decoded = join_words(shown)
+        text = continuing(decoded) if self._mid_sentence else decoded
         if not text or text == seg.last_draft:
             return []
-        if self._mid_sentence:
-            text = continuing(text)
         seg.last_draft = text
         seg.drafted = True
-        stable = len(join_words(seg.agreement.committed))
+        # continuing() changes only the head: what it dropped there was stable too.
+        dropped = len(decoded) - len(text)
+        stable = max(0, len(join_words(seg.agreement.committed)) - dropped)
         return [
             Caption(
                 segment=self._segment_id(),
@@ -694,7 +695,7 @@ class StreamingRecognizer:
     def _settle(self, final: _Final, *, sentence_end: bool) -> Caption:
         """Publishable: the trailing sentence mark kept only at a sentence end."""
         caption = final.caption
-        text = caption.text if sentence_end else without_sentence_end(caption.text)
+        text = caption.text if sentence_end else running_on(caption.text)
         if text:
             self._mid_sentence = not sentence_end
         if text != caption.text:

@@ -15,6 +15,7 @@ from engine.recognition.punctuation import (
     cannot_end_sentence,
     continuing,
     ends_sentence,
+    running_on,
     without_sentence_end,
 )
 from tests.engine.recognition.test_recognizer import recognizer_on
@@ -47,6 +48,36 @@ def test_a_continuation_starts_in_lower_case_unless_the_word_needs_a_capital() -
     assert continuing(" Gathered to review") == " gathered to review"
     assert continuing("I hope so") == "I hope so"
     assert continuing("TeamViewer grew") == "TeamViewer grew"
+
+
+def test_a_continuation_closes_the_question_it_opens_or_loses_the_mark() -> None:
+    # Whisper base heard "que no todos pudieron acceder al funeral" alone, after a pause in
+    # the middle of the sentence, as a question it never closed (/talk, e2e/test_talk.py).
+    # The accent went with the question: "que", a conjunction here.
+    assert continuing("¿Qué no todos pudieron acceder al funeral.") == (
+        "que no todos pudieron acceder al funeral."
+    )
+    assert continuing(" ¡ Ya llegamos") == " ya llegamos"
+    # A question or an exclamation that begins inside a sentence keeps its marks.
+    assert continuing("¿Qué haremos?") == "¿qué haremos?"
+    assert continuing("¡Qué bien!") == "¡qué bien!"
+    assert continuing("¿") == ""
+
+
+def test_a_piece_the_speaker_went_on_from_loses_the_question_it_closed() -> None:
+    # e2e/test_talk.py: "se concentró" | "¿Qué no todos pudieron acceder al funeral?" |
+    # "en la Plaza de San Pedro." The middle piece was no question: its "?" goes, and so
+    # does the "¿" that opened it.
+    assert running_on("¿Qué no todos pudieron acceder al funeral?") == (
+        "Que no todos pudieron acceder al funeral"
+    )
+    assert running_on("¿Cuándo llegó?") == "Cuando llegó"
+    assert running_on("¡Ya llegamos!") == "Ya llegamos"
+    assert running_on("In the previous.") == "In the previous"
+    # A question begun inside the piece, or closed inside it, keeps its marks.
+    assert running_on("Si vienes, ¿qué haremos?") == "Si vienes, ¿qué haremos"
+    assert running_on("¿Qué? Ya voy.") == "¿Qué? Ya voy"
+    assert running_on("¿Vienes? Pues vamos.") == "¿Vienes? Pues vamos"
 
 
 # (word, start, end): "We are" | 0.3 s pause | "gathered to" | 1.0 s pause | "review the
