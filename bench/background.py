@@ -15,7 +15,6 @@ docs/metrics.md, "Natural voices / Synthesis on idle cores".
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 import threading
@@ -38,7 +37,7 @@ from models.catalog import resolve_whisper
 DEFAULT_FILE = EVAL_LONGFORM_EN / "librivox_shakespeare_sonnet_001.wav"
 SENTENCE = "El color de los cambios del jugo de col según la sustancia."
 CONDITIONS = ("alone", "nice", "idle")
-NICE = next(f.default for f in dataclasses.fields(Settings) if f.name == "tts_nice")
+NICE = Settings().tts_nice
 """The nice value the ``nice`` condition runs Kokoro at: the server's (``tts_nice``)."""
 
 

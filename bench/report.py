@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -222,7 +223,7 @@ def report_markdown(report: dict[str, Any], run: CaptionRun, summary: Overall) -
     return "\n".join(lines)
 
 
-def by_class(results: list[FileResult]) -> dict[str, Overall]:
+def by_class(results: Sequence[FileResult]) -> dict[str, Overall]:
     """The results grouped by speech class (bench/corpus.py), each aggregated like the whole."""
     groups: dict[str, list[FileResult]] = {}
     for r in results:
@@ -230,7 +231,7 @@ def by_class(results: list[FileResult]) -> dict[str, Overall]:
     return {name: overall(group) for name, group in groups.items()}
 
 
-def class_lines(results: list[FileResult]) -> list[str]:
+def class_lines(results: Sequence[FileResult]) -> list[str]:
     """A table per speech class: the quality gap the wave is judged on is the worst class's."""
     classes = by_class(results)
     if len(classes) < 2:

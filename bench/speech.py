@@ -198,7 +198,9 @@ def analyse(log: ListenerLog, replay_start: float, bound_s: float) -> dict[str, 
     for arrival, header, _size in log.chunks:
         first.setdefault(int(header["segment"]), arrival)
         first_voice.setdefault(int(header["segment"]), str(header.get("voice", "")))
-    idle, waited, idle_natural = [], [], []
+    idle: list[float] = []
+    waited: list[float] = []
+    idle_natural: list[float] = []
     play_end = 0.0
     lags: list[tuple[float, float]] = []  # (arrival, lag)
     stage_lags: list[float] = []

@@ -266,8 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "\n| class | files | WER | offline | ratio | draft p50 / p95 s | final p50 / p95 s "
         "| spurious breaks / 100 words |\n|---|---|---|---|---|---|---|---|"
     )
-    for speech, tally in tallies.items():
-        print(tally.row(speech))
+    for name, tally in tallies.items():
+        print(tally.row(name))
     print(
         f"\nsettings: step {args.step} s, {args.set or 'defaults'}; "
         f"{time.perf_counter() - started:.0f} s\n{transcriber.report()}"

@@ -44,12 +44,11 @@ def _window_cells(model: Any, prompt: list[int], window: np.ndarray, repeat: int
     encode_s, encoded = _median_seconds(lambda: model.encode(window), repeat)
     cells = [f"{encode_s:.3f}"]
     for beam in (5, 1):
-        seconds, result = _median_seconds(
-            lambda beam=beam: model.model.generate(
-                encoded, [prompt], beam_size=beam, max_length=120
-            ),
-            repeat,
-        )
+
+        def generate(beam: int = beam) -> Any:
+            return model.model.generate(encoded, [prompt], beam_size=beam, max_length=120)
+
+        seconds, result = _median_seconds(generate, repeat)
         tokens = max(1, len(result[0].sequences_ids[0]))
         cells.append(f"{seconds * 1000 / tokens:.1f} ({tokens} tokens)")
     return cells

@@ -112,8 +112,8 @@ class Recogniser:
         audio = samples.astype(np.float32)
         if rate != 16000:
             audio = StreamResampler(rate, 16000).process(audio)
-        words = self._model.transcribe(audio, DecodeOptions(language=lang, beam_size=5))
-        return " ".join(w.text.strip() for w in words).strip()
+        decoded = self._model.transcribe(audio, DecodeOptions(language=lang, beam_size=5))
+        return " ".join(w.text.strip() for w in decoded.words).strip()
 
 
 def human_baseline(lang: str, recogniser: Recogniser) -> dict[str, Any] | None:
