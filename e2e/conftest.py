@@ -53,7 +53,13 @@ class FakeAudio:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip browser tests, before any fixture (and any model) loads, when Chromium is missing."""
+    """Run the browser tests last, whatever order the command line named them in: Playwright's
+    sync API keeps its event loop running in the main thread for the rest of the session
+    (`playwright_instance`), and an asyncio test after it fails ("Cannot run the event loop
+    while another loop is running"). Skip them, before any fixture (and any model) loads,
+    when Chromium is missing."""
+    here = Path(__file__).resolve().parent
+    items.sort(key=lambda item: here in item.path.parents)  # stable: order kept within each
     if CHROMIUM.exists():
         return
     skip = pytest.mark.skip(reason=f"{CHROMIUM} is missing (apt-get install chromium)")
