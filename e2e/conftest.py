@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import threading
 import wave
 from collections.abc import Coroutine, Iterator
@@ -41,6 +42,7 @@ T = TypeVar("T")
 CHROMIUM = Path("/usr/bin/chromium")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO_ROOT / "test-artifacts"
+README_SCREENSHOTS = REPO_ROOT / "docs" / "screenshots"
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,18 @@ def write_trimmed_wav(source: Path, target: Path, seconds: float, fade_s: float 
         writer.setparams(params)
         writer.writeframes(bytes(data))
     return frames / params.framerate
+
+
+def screenshots_dir(artifacts_dir: Path) -> Path:
+    """Where the pictures go: the README's folder only when asked for, so that a test run
+    leaves the tracked files as they were."""
+    chosen = (
+        README_SCREENSHOTS
+        if os.environ.get("INTERP_README_SCREENSHOTS") == "1"
+        else artifacts_dir / "screenshots"
+    )
+    chosen.mkdir(parents=True, exist_ok=True)
+    return chosen
 
 
 @pytest.fixture(scope="session")

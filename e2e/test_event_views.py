@@ -14,7 +14,6 @@ the room instead of "Live".
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,23 +21,10 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from e2e.conftest import PHONE, REPO_ROOT, ConsoleLog, FakeAudio, open_page
+from e2e.conftest import PHONE, ConsoleLog, FakeAudio, open_page, screenshots_dir
 
-README_SCREENSHOTS = REPO_ROOT / "docs" / "screenshots"
 FRAME_MS = 100
 TARGET = "es"
-
-
-def screenshots_dir(artifacts_dir: Path) -> Path:
-    """Where the pictures go: the README's folder only when asked for, so that a test run
-    leaves the tracked files as they were."""
-    chosen = (
-        README_SCREENSHOTS
-        if os.environ.get("INTERP_README_SCREENSHOTS") == "1"
-        else artifacts_dir / "screenshots"
-    )
-    chosen.mkdir(parents=True, exist_ok=True)
-    return chosen
 
 
 def subtitles(page: Page) -> dict[str, Any]:

@@ -9,7 +9,9 @@ partner's side, holding the button. Each turn must be recognised, translated int
 language and spoken there (audio received and played on the phone, `window.interpAudio`), on
 the phone that spoke it and on the other one. A second test turns on automatic detection and
 checks that the server hears English on the English phone and Spanish on the Spanish one, and
-puts each turn on the right side.
+puts each turn on the right side. The face-to-face picture of the README is the Spanish
+phone's after its turn: ``INTERP_README_SCREENSHOTS=1 ./scripts/test e2e/test_talk.py``
+refreshes it.
 
 Chromium runs without `--autoplay-policy=no-user-gesture-required`: sound starts from the tap
 on "Start conversation", as on a phone.
@@ -28,7 +30,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect
 
-from e2e.conftest import CHROMIUM, PHONE, ConsoleLog, open_page
+from e2e.conftest import CHROMIUM, PHONE, ConsoleLog, open_page, screenshots_dir
 from tests.data import ENGLISH, SPANISH, SPANISH_ID, fleurs_clip, reference
 from tests.support import create_session, normalise_for_wer
 
@@ -272,6 +274,7 @@ def test_two_phones_take_turns_in_english_and_spanish(
         wait_played(es)
         es.wait_for_timeout(300)  # let the rotation's transition finish for the screenshot
         es.screenshot(path=str(artifacts_dir / "talk-spanish-turn-face-to-face.png"))
+        es.screenshot(path=str(screenshots_dir(artifacts_dir) / "talk-390x844.png"))  # README
 
         # ---- the first phone shows (and says) the Spanish turn too
         remote = wait_turn(en, live=False, lang="es")
