@@ -109,10 +109,15 @@ def running_on(text: str) -> str:
     (Whisper, hearing the piece alone, made a question or an exclamation of it)."""
     kept = without_sentence_end(text)
     body = kept.lstrip()
-    closing = _CLOSES.get(body[:1], "")
-    if closing and closing not in body and closing in text[len(kept) :]:
+    if _opens_unclosed(body) and _CLOSES[body[0]] in text[len(kept) :]:
         return kept[: len(kept) - len(body)] + _unopened(body)
     return kept
+
+
+def _opens_unclosed(body: str) -> bool:
+    """Whether ``body`` opens with "¿" or "¡" and never closes it."""
+    closing = _CLOSES.get(body[:1])
+    return closing is not None and closing not in body
 
 
 def _unopened(body: str) -> str:
@@ -134,18 +139,16 @@ def continuing(text: str) -> str:
     needs a capital (``I``, a word with capitals inside); an opening "¿" or "¡" it never
     closes dropped. Only its head changes: what it loses is lost from its start."""
     stripped = text.lstrip()
-    lead = text[: len(text) - len(stripped)]
-    mark = ""
-    if stripped[:1] in _CLOSES:
-        if _CLOSES[stripped[0]] in stripped:
-            mark, stripped = stripped[0], stripped[1:]
-        else:
-            stripped = _unopened(stripped)
+    head = text[: len(text) - len(stripped)]
+    if _opens_unclosed(stripped):
+        stripped = _unopened(stripped)
+    elif stripped[:1] in _CLOSES:  # a question begun here: lower case after its mark
+        head, stripped = head + stripped[0], stripped[1:]
     match = _WORD.match(stripped)
     if match is None:
-        return lead + mark + stripped
+        return head + stripped
     word = match.group(0)
     needs_capital = word.lower() in _KEEPS_CAPITAL or any(c.isupper() for c in word[1:])
     if needs_capital or not word[0].isupper():
-        return lead + mark + stripped
-    return lead + mark + word[0].lower() + stripped[1:]
+        return head + stripped
+    return head + word[0].lower() + stripped[1:]
