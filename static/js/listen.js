@@ -26,6 +26,7 @@ import { loadPreference, savePreference } from './preferences.js';
 import {
   askForToken, forgetToken, saveWithToken, sessionFacts, storedToken,
 } from './private-gate.js';
+import { setText } from './set-text.js';
 import { ScreenWakeLock } from './wake-lock.js';
 import { showVoice } from './voice-label.js';
 
@@ -413,10 +414,6 @@ function scheduleAudioRender() {
     audioRenderPending = false;
     renderAudio();
   });
-}
-
-function setText(element, text) {
-  if (element.textContent !== text) element.textContent = text;
 }
 
 /** Whether anything is spoken in the chosen language (the original is heard from the speaker). */

@@ -15,6 +15,7 @@
 // animation frame after the DOM change), lines whose text changed after they moved up (other
 // than corrections), and the longest line drawn.
 
+import { setText } from './set-text.js';
 import { SubtitleState } from './subtitle-state.js';
 
 const FOLLOW_SLACK_PX = 48;
@@ -221,10 +222,6 @@ function createLine() {
   draft.className = 'caption-draft';
   element.append(speaker, text, draft);
   return element;
-}
-
-function setText(element, text) {
-  if (element.textContent !== text) element.textContent = text;
 }
 
 function updateLine(element, line) {

@@ -3,6 +3,7 @@
 // (./talk.js's `stats` and turn being spoken, ./talk-state.js's conversation) and changes only
 // the DOM; ./talk.js calls `render()` after every change.
 
+import { setText } from './set-text.js';
 import { isOpen } from './talk-state.js';
 import { words, wordsLang } from './talk-words.js';
 
@@ -58,10 +59,6 @@ export function findElements(doc) {
 /** A turn's start as the history and the transcript write it. */
 export function formatTime(ms) {
   return new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-}
-
-export function setText(element, text) {
-  if (element.textContent !== text) element.textContent = text;
 }
 
 /** A message in a box that hides while it is empty. */

@@ -35,6 +35,7 @@ import { ListenerSocket } from './listener-socket.js';
 import { MicCapture, TARGET_RATE } from './mic-capture.js';
 import { PresenterSocket } from './presenter-socket.js';
 import { loadPreference, savePreference } from './preferences.js';
+import { setText } from './set-text.js';
 import { wireTalkButton } from './talk-button.js';
 import { Languages } from './talk-languages.js';
 import {
@@ -42,7 +43,7 @@ import {
 } from './talk-session.js';
 import { Conversation, HeldAudio } from './talk-state.js';
 import {
-  SIDES, TalkView, findElements, formatTime, setText, showMessage,
+  SIDES, TalkView, findElements, formatTime, showMessage,
 } from './talk-view.js';
 import { ScreenWakeLock } from './wake-lock.js';
 
