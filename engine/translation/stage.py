@@ -12,28 +12,13 @@ Translation is made once per target language (a *lane*), never once per listener
   for a language someone reads), so every offered language's transcript is complete. Where a
   route has no text backend, the lines nobody read are a gap, and the first reader of that
   language is told so.
-- Drafts, only for languages someone reads: each source draft of the open segment replaces
-  the lane's pending draft of that segment (newest wins; the stale ones are counted), and
-  each source final of a sentence still open is translated as a draft too. A draft shows
-  the speaker's open sentence so far, translated as one text: its finals, then the stable
-  part of each later segment's newest draft (all of it, a first glance, for a segment
-  nothing of which is shown yet once its draft has heard ``glance_after_s``: docs/metrics.md,
-  "A first glance"), published under the sentence's first segment
-  with ``sources`` naming them (a segment drafted alone before is taken down with an empty
-  draft). So a reader sees the sentence its final will replace, worded as a whole, not a
-  translation of each piece (docs/metrics.md, "Sentence drafts"). Words of the next
-  sentence that showed in a draft because the speaker went on before the sentence closed
-  are drafted again under their own segment once that sentence's final is out. What is
-  shown is stabilised (:func:`engine.translation.text.stabilise`). A draft of a segment a
-  sentence final already covers is never published, and drafts never wait behind finals.
-  A route with no text backend (Whisper-translate alone: German into English) drafts from
-  speech (:meth:`SessionTranslator._speech_draft_due`): once ``glance_after_s`` of a
-  sentence is heard, at each source final of it while it is open, when a segment joins it,
-  and at a source draft once ``speech_draft_every_s`` more speech has come, the sentence's
-  audio so far (its finals', then its open segments' as their drafts heard them) is decoded
-  greedily (``whisper_drafts``), beginning with the draft shown once that came from enough
-  speech, so its reader sees the sentence take shape and grow instead of nothing until its
-  final (docs/metrics.md, "Speech drafts").
+- Drafts, only for languages someone reads, show each speaker's open sentence so far,
+  translated as one text under its first segment, until its final replaces them
+  (engine/translation/drafts.py, :class:`SentenceDrafts`; a route with no text backend
+  drafts from the sentence's speech). Drafts never wait behind finals.
+
+Both translate through :class:`engine.translation.calls.TranslationCalls`, which applies the
+presenter's glossary.
 
 Corrections (engine/editing.py): a person's correction of a source final reaches the stage
 through :meth:`SessionTranslator.correct`. A sentence not yet translated is translated with
@@ -65,23 +50,22 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 import numpy as np
 
 from engine import languages
-from engine.audio import SAMPLE_RATE
 from engine.events import Caption, ErrorEvent, Event
 from engine.recognition.vad import NextSpeech
 from engine.revisions import Remake, changed_words
-from engine.translation.backends import PooledTranslator, TargetPlan, WhisperTranslate
+from engine.translation.backends import TargetPlan, WhisperTranslate
+from engine.translation.calls import TranslationCalls
 from engine.translation.config import TranslationConfig, TranslationStats
+from engine.translation.drafts import SentenceDrafts
 from engine.translation.lane import (
     ClosedSentence,
-    DraftSource,
     Lane,
     PendingDraft,
     Redo,
     speaker_key,
 )
-from engine.translation.prompted import Misled, translate_prompted
 from engine.translation.sentences import Sentence, SentenceAssembler, SourcePiece
-from engine.translation.text import Glossary, Terms, stabilise
+from engine.translation.text import Glossary
 from engine.workers import Saturated
 
 log = logging.getLogger(__name__)
@@ -108,13 +92,20 @@ class SessionTranslator:
         self._lanes = {
             languages.normalise(t): Lane(languages.normalise(t), p) for t, p in plans.items()
         }
-        self._whisper = whisper_translate
-        self._whisper_drafts = whisper_drafts
-        self._glossary = glossary if isinstance(glossary, Glossary) else Glossary(glossary)
         self.config = config or TranslationConfig()
         self.stats = TranslationStats()
+        self._calls = TranslationCalls(
+            self.config,
+            self.stats,
+            whisper=whisper_translate,
+            whisper_drafts=whisper_drafts,
+            glossary=glossary,
+        )
         self._sentences: dict[str, SentenceAssembler] = {}
         """The open sentence of each speaker (a panel's speakers talk at once)."""
+        self._drafts = SentenceDrafts(
+            publish, self._calls, self._sentences, self.config, self.stats
+        )
         self._pauses: dict[str, asyncio.Task[None]] = {}
         self._closed = False
         self._corrected: OrderedDict[int, tuple[str, tuple[str, ...]]] = OrderedDict()
@@ -159,11 +150,11 @@ class SessionTranslator:
         backend = lane.plan.final or lane.plan.draft
         if backend is None:
             return ""
-        return await self._translate_text(backend, lane.target, text)
+        return await self._calls.translate_text(backend, lane.target, text)
 
     def set_glossary(self, glossary: Mapping[str, Mapping[str, str]]) -> None:
         """Replace the presenter's glossary; applies to every translation from now on."""
-        self._glossary = Glossary(glossary)
+        self._calls.set_glossary(glossary)
 
     def correct(self, caption: Caption, remakes: Iterable[Remake] = ()) -> None:
         """A person corrected the source final ``caption`` (``rev`` > 0): a sentence not
@@ -243,7 +234,7 @@ class SessionTranslator:
         if not caption.is_final:
             assembler.hear(caption)
             for lane in self._lanes.values():
-                self._want_draft(lane, PendingDraft(caption, now, audio=audio))
+                self._drafts.want(lane, PendingDraft(caption, now, audio=audio))
             return
         sentence = assembler.add(SourcePiece(caption, audio), whole=whole)
         if sentence is not None:
@@ -264,7 +255,7 @@ class SessionTranslator:
             stable=len(caption.text),
         )
         for lane in self._lanes.values():
-            self._want_draft(lane, PendingDraft(refined, now, refined=True))
+            self._drafts.want(lane, PendingDraft(refined, now, refined=True))
 
     def on_silence(self, final: Caption, after: NextSpeech | None) -> bool:
         """What the VAD has heard since ``final``, the last source final passed in, while the
@@ -381,7 +372,7 @@ class SessionTranslator:
         for lane in self._lanes.values():
             if not lane.tasks and not self._closed:
                 lane.tasks = [
-                    asyncio.create_task(self._draft_loop(lane), name=f"mt-draft-{lane.target}"),
+                    asyncio.create_task(self._drafts.run(lane), name=f"mt-draft-{lane.target}"),
                     asyncio.create_task(self._final_loop(lane), name=f"mt-final-{lane.target}"),
                 ]
                 for task in lane.tasks:
@@ -395,198 +386,7 @@ class SessionTranslator:
     def drafts_from_speech(self) -> bool:
         """Whether a source draft's audio is of use: someone reads a language this stage
         drafts from speech. Otherwise the stream need not hand it over."""
-        return any(lane.reading and self._speaks_drafts(lane) for lane in self._lanes.values())
-
-    def _speaks_drafts(self, lane: Lane) -> bool:
-        """Whether ``lane`` drafts from speech: its route has no text backend, and its
-        final translates the speech, with a fast decode for drafts."""
-        plan = lane.plan
-        return plan.draft is None and plan.route.speech_final and self._whisper_drafts is not None
-
-    def _want_draft(self, lane: Lane, draft: PendingDraft) -> None:
-        segment = draft.caption.segment
-        if not lane.reading or lane.is_covered(segment):
-            return
-        heard = draft.refined or draft.audio is not None
-        if lane.plan.draft is None and not (heard and self._speaks_drafts(lane)):
-            return  # no text backend, and no audio to draft from
-        if segment in lane.pending:
-            self.stats.drafts_stale += 1
-        lane.pending[segment] = draft
-        lane.wake.set()
-
-    async def _draft_loop(self, lane: Lane) -> None:
-        while True:
-            await lane.wake.wait()
-            lane.wake.clear()
-            while lane.pending:
-                _, draft = lane.pending.popitem(last=False)
-                await self._translate_draft(lane, draft)
-
-    async def _translate_draft(self, lane: Lane, draft: PendingDraft) -> None:
-        if lane.finals.qsize() >= self.config.degrade_backlog:  # overloaded: finals first
-            self.stats.drafts_stale += 1
-            return
-        backend = lane.plan.draft
-        if backend is None and not self._speaks_drafts(lane):
-            return
-        caption = draft.caption
-        source = caption.text
-        if self.config.draft_stable_only and backend is not None:
-            # A speech draft hears the audio, not the text; a text draft waits for stable
-            # words, until its first glance.
-            stable = source[: caption.stable]
-            glance = (
-                caption.end - caption.start >= self.config.glance_after_s
-                and caption.segment not in lane.shown_under
-            )
-            if stable.strip() or not glance:
-                source = stable
-        source = source.strip()
-        if not source:
-            return  # nothing stable yet
-        settled = draft.refined or (
-            caption.stable >= len(caption.text) and not self.config.draft_stable_only
-        )
-        lane.sources[caption.segment] = DraftSource(draft, source, settled)
-        if caption.segment in lane.held:
-            return  # drafted once the sentence that showed its words has its final
-        who = speaker_key(caption)
-        parts = self._open_sentence(lane, who)
-        if backend is not None:
-            await self._draft_sentence(
-                lane, draft, parts, lambda text: self._translate_text(backend, lane.target, text)
-            )
-            return
-        heard = self._sentence_audio(who, parts)
-        if heard is None:
-            return
-        seconds = sum(len(a) for a in heard) / SAMPLE_RATE
-        head = parts[0].caption.segment
-        last = lane.speech_heard.get(head)
-        if not self._speech_draft_due(lane, draft, parts, seconds, last):
-            return
-        # A draft from enough speech is kept: the next one grows it instead of rewording it.
-        keep = lane.shown.get(head, "") if last else ""
-        lane.speech_heard[head] = seconds if seconds >= self.config.speech_draft_every_s else 0.0
-        audio = np.concatenate(heard)
-        await self._draft_sentence(
-            lane,
-            draft,
-            parts,
-            lambda _text: self._translate_speech(lane, audio, draft=True, prefix=keep),
-        )
-
-    def _speech_draft_due(
-        self,
-        lane: Lane,
-        draft: PendingDraft,
-        parts: list[DraftSource],
-        seconds: float,
-        last: float | None,
-    ) -> bool:
-        """Whether the open sentence ``parts`` (``seconds`` of audio; ``last``: what its last
-        speech draft heard, 0 after a first glance, None before any) is drafted from speech
-        now: at a source final, when a segment joins a sentence whose draft is shown, at the
-        first glance, or once ``speech_draft_every_s`` more speech has come."""
-        config = self.config
-        if last is None:
-            return seconds >= config.glance_after_s or draft.refined
-        joined = parts[0].caption.segment in lane.shown and any(
-            part.caption.segment not in lane.shown_under for part in parts
-        )
-        return draft.refined or joined or seconds - last >= config.speech_draft_every_s
-
-    def _sentence_audio(self, who: str, parts: list[DraftSource]) -> list[np.ndarray] | None:
-        """The audio of the open sentence ``parts`` of ``who``, part by part: its finals'
-        and then its open segments' as their newest drafts heard them; None if a part's is
-        missing."""
-        assembler = self._sentences.get(who)
-        pieces = {p.caption.segment: p.audio for p in assembler.pieces} if assembler else {}
-        heard = [
-            pieces[part.caption.segment] if part.caption.segment in pieces else part.draft.audio
-            for part in parts
-        ]
-        audio = [a for a in heard if a is not None]
-        return audio if audio and len(audio) == len(heard) else None
-
-    async def _draft_sentence(
-        self,
-        lane: Lane,
-        draft: PendingDraft,
-        parts: list[DraftSource],
-        translate: Callable[[str], Awaitable[str]],
-    ) -> None:
-        """Translate the open sentence ``parts`` (``translate`` is given its source text)
-        and show it, unless its text is what the lane last drafted of it."""
-        if not parts:
-            return
-        head = parts[0].caption.segment
-        text = " ".join(part.text for part in parts)
-        if text == lane.draft_source.get(head):
-            return  # nothing new since the last draft
-        lane.draft_source[head] = text
-        try:
-            translated = await translate(text)
-        except Saturated:
-            self.stats.drafts_stale += 1
-            return
-        except Exception:  # a model failure: drafts are disposable, the final reports it
-            self.stats.drafts_failed += 1
-            log.exception("draft translation into %s failed", lane.target)
-            return
-        await self._show_draft(lane, parts, draft, translated)
-
-    def _open_sentence(self, lane: Lane, who: str) -> list[DraftSource]:
-        """The open sentence of ``who`` as a translated draft shows it, in segment order: its
-        finals so far, then the newest source of each later open segment of that speaker
-        (the speaker goes on while a final is still being refined). A sentence's drafts
-        are translated as one text and shown under its first segment, so a reader sees
-        the sentence its final will replace, worded as a whole."""
-        assembler = self._sentences.get(who)
-        pieces = assembler.pieces if assembler is not None else ()
-        parts = [
-            DraftSource(PendingDraft(p.caption, 0.0, refined=True), p.caption.text.strip(), True)
-            for p in pieces
-        ]
-        after = pieces[-1].caption.segment if pieces else None
-        parts += [
-            source
-            for segment, source in sorted(lane.sources.items())
-            if source.who == who
-            and (after is None or segment > after)
-            and not lane.is_covered(segment)
-            and segment not in lane.held
-        ]
-        return [part for part in parts if part.text]
-
-    async def _show_draft(
-        self, lane: Lane, parts: list[DraftSource], draft: PendingDraft, text: str
-    ) -> None:
-        first, last = parts[0].caption, parts[-1].caption
-        segments = tuple(part.caption.segment for part in parts)
-        async with lane.lock:
-            if any(lane.is_covered(s) for s in segments) or not lane.reading:
-                self.stats.drafts_late += 1
-                return
-            previous = lane.shown.get(first.segment, "")
-            hold = 0 if all(part.settled for part in parts) else self.config.hold_back_words
-            shown = stabilise(previous, text, hold_back=hold)
-            self.stats.drafts_translated += 1
-            for part in parts:
-                segment = part.caption.segment
-                lane.shown_under[segment] = first.segment
-                if segment != first.segment and segment in lane.shown:
-                    # Its words are in the sentence's draft now: its own one is taken down.
-                    del lane.shown[segment]
-                    await self._publish(_translated_draft(lane.target, part.caption, part.caption))
-            if not shown.text or shown.text == previous:
-                return
-            lane.shown[first.segment] = shown.text
-            await self._publish(
-                _translated_draft(lane.target, first, last, shown.text, shown.stable, segments)
-            )
-            self.stats.draft_latency.append(time.perf_counter() - draft.arrived)
+        return self._drafts.from_speech(self._lanes.values())
 
     async def _final_loop(self, lane: Lane) -> None:
         while True:
@@ -626,8 +426,8 @@ class SessionTranslator:
         audio = sentence.audio() if sentence is not None else None
         plan = lane.plan
         try:
-            if plan.route.speech_final and self._whisper is not None and audio is not None:
-                text = await self._translate_speech(lane, audio, job.taught)
+            if plan.route.speech_final and self._calls.speech and audio is not None:
+                text = await self._calls.translate_speech(lane, audio, job.taught)
             else:
                 backend = plan.final or plan.draft
                 if backend is None:
@@ -636,7 +436,7 @@ class SessionTranslator:
                     )
                     return
                 context = sentence.context if sentence is not None else None
-                text = await self._translate_text(
+                text = await self._calls.translate_text(
                     backend, lane.target, job.source_text, context or None
                 )
         except Exception:  # a model failure: the line stays as it was
@@ -691,11 +491,11 @@ class SessionTranslator:
             try:
                 if plan.route.speech_final:
                     audio = sentence.audio()
-                    if lane.reading and self._whisper is not None and audio is not None:
+                    if lane.reading and self._calls.speech and audio is not None:
                         taught = self._taught(sentence.segments)
-                        return await self._translate_speech(lane, audio, taught)
+                        return await self._calls.translate_speech(lane, audio, taught)
                 elif plan.final is not None:
-                    return await self._translate_text(
+                    return await self._calls.translate_text(
                         plan.final,
                         lane.target,
                         self.source_text(sentence),
@@ -711,50 +511,7 @@ class SessionTranslator:
             raise RuntimeError(f"neither audio nor a text route for a final into {lane.target}")
         if lane.reading:
             self.stats.finals_degraded += 1
-        return await self._translate_text(plan.draft, lane.target, self.source_text(sentence))
-
-    async def _translate_speech(
-        self,
-        lane: Lane,
-        audio: np.ndarray,
-        taught: Iterable[str] = (),
-        *,
-        draft: bool = False,
-        prefix: str = "",
-    ) -> str:
-        """``audio`` translated by Whisper (its fast decode for a ``draft``), beginning with
-        ``prefix``; ``taught``: words a person's correction brought (names, numbers), given as
-        hint text with the glossary's."""
-        whisper = self._whisper_drafts if draft else self._whisper
-        assert whisper is not None
-        terms = self._glossary.for_target(lane.target)
-        hints = ", ".join([*(taught or ()), *([terms.hint()] if terms else [])])
-        made = await translate_prompted(
-            whisper,
-            audio,
-            hints=hints,
-            previous=lane.previous_translation,
-            prefix=prefix,
-            rules=self.config.prompt,
-            weigh=not draft,
-        )
-        if made.misled is Misled.ECHO and not draft:
-            self.stats.finals_echoed += 1
-        if made.misled is Misled.UNSURE:
-            self.stats.finals_unprompted += 1
-        text = made.text
-        return terms.substitute(text) if terms else text
-
-    async def _translate_text(
-        self, backend: PooledTranslator, target: str, text: str, context: str | None = None
-    ) -> str:
-        terms: Terms | None = self._glossary.for_target(target)
-        if terms is None:
-            return await backend.translate(text, context)
-        if backend.translator.passes_placeholders:
-            protected, slots = terms.protect(text)
-            return terms.restore(await backend.translate(protected, context), slots)
-        return terms.substitute(await backend.translate(terms.substitute(text), context))
+        return await self._calls.translate_text(plan.draft, lane.target, self.source_text(sentence))
 
     async def _report_gap(self, lane: Lane) -> None:
         name = languages.get(lane.target).english_name if languages.is_known(lane.target) else ""
@@ -765,30 +522,6 @@ class SessionTranslator:
                 "someone reads it."
             )
         )
-
-
-def _translated_draft(
-    target: str,
-    first: Caption,
-    last: Caption,
-    text: str = "",
-    stable: int = 0,
-    sources: tuple[int, ...] = (),
-) -> Caption:
-    """A translated draft under ``first``'s segment holding the words of ``sources`` from
-    ``first`` to ``last``; with no text, it takes down the draft shown under that segment."""
-    return Caption(
-        segment=first.segment,
-        lang=target,
-        source=False,
-        state="draft",
-        text=text,
-        start=first.start,
-        end=last.end,
-        stable=stable,
-        sources=sources or (first.segment,),
-        speaker=first.speaker,
-    )
 
 
 def _log_crash(task: asyncio.Future[None]) -> None:
