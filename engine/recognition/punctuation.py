@@ -19,8 +19,9 @@ profile"). Two rules undo that where the speaker only paused:
   and never closes it ("se concentró" + "¿Qué no todos pudieron entrar.") was decoded as a
   question only because Whisper heard it alone, so the mark goes too.
 
-Pure text rules; the recogniser applies them when it closes a segment
-(engine/recognition/recognizer.py). docs/metrics.md, "Sentence breaks", measured them.
+Pure text rules; the recogniser applies them when it closes a segment, holding each final
+for its pause (engine/recognition/sentence_hold.py). docs/metrics.md, "Sentence breaks",
+measured them.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import functools
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -47,12 +47,7 @@ from engine.recognition.policy import (
     join_words,
     word_key,
 )
-from engine.recognition.punctuation import (
-    cannot_end_sentence,
-    continuing,
-    ends_sentence,
-    running_on,
-)
+from engine.recognition.sentence_hold import HeldFinal, SentenceHold
 from engine.recognition.shedding import Shed, SheddingRules, next_level
 from engine.recognition.vad import NextSpeech, SpeechTimeline, StreamingVad
 
@@ -85,18 +80,6 @@ class _Refined:
     """A refine decode's words."""
 
     words: list[Word]
-
-
-@dataclass(frozen=True, slots=True)
-class _Final:
-    """A segment's final, held until its pause tells whether it ends a sentence."""
-
-    caption: Caption
-    start: float
-    """Where its segment began (context for the next refines)."""
-    cut: float
-    silence_before_cut: float
-    """The pause between its last speech and the cut."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,9 +189,9 @@ class StreamingRecognizer:
         """Finals that used their early decode (the rest of ``early_decodes`` were spent)."""
         self.context_misses = 0
         """Refine decodes that heard context and gave no words, so were made again without."""
-        self._mid_sentence = False
-        """The last final did not end a sentence: the next one continues it."""
-        self._held: _Final | None = None
+        self._sentences = SentenceHold(
+            self._speech, self.config.language, self.config.sentence_pause_s
+        )
         self._closing: _Closing | None = None
         """The segment closed last, while its refine runs."""
         self._final_due = asyncio.Event()
@@ -289,7 +272,7 @@ class StreamingRecognizer:
             crowded=self.config.shed_when_crowded and self._crowded(),
         )
         await self._score(now)
-        self._give(self._release_held())
+        self._give(self._sentences.release())
         self._give(await self._refined(wait=0.0))
         self._skip_silence()
         # One segment closes per pause, in order, however much audio this step covers.
@@ -364,9 +347,7 @@ class StreamingRecognizer:
                 )
             )
         self._give(await self._refined(wait=None))
-        if self._held is not None:  # the stream ended in its pause: it ends a sentence
-            held, self._held = self._held, None
-            self._give([self._settle(held, sentence_end=ends_sentence(held.caption.text))])
+        self._give(self._sentences.end())  # the stream ended in its pause
         self.processed_until = now
         return self._take_ready()
 
@@ -453,12 +434,12 @@ class StreamingRecognizer:
         seg.agreement.update(words)
         shown = seg.agreement.words()
         decoded = join_words(shown)
-        text = continuing(decoded) if self._mid_sentence else decoded
+        text = self._sentences.shaped(decoded)
         if not text or text == seg.last_draft:
             return []
         seg.last_draft = text
         seg.drafted = True
-        # continuing() changes only the head: what it dropped there was stable too.
+        # shaped() (continuing()) changes only the head: what it dropped there was stable too.
         dropped = len(decoded) - len(text)
         stable = max(0, len(join_words(seg.agreement.committed)) - dropped)
         return [
@@ -626,8 +607,8 @@ class StreamingRecognizer:
             if decoded or not hint:
                 words = decoded
         decoded_text = join_words(words)
-        text = continuing(decoded_text) if decoded_text and self._mid_sentence else decoded_text
-        final: _Final | None = None
+        text = self._sentences.shaped(decoded_text)
+        final: HeldFinal | None = None
         if text or seg.drafted:
             start = hint[0].start if hint else seg.start
             caption = Caption(
@@ -641,7 +622,7 @@ class StreamingRecognizer:
                 stable=len(text),
             )
             speech_end = self._speech.speech_end_before(seg.start, cut)
-            final = _Final(caption, seg.start, cut, cut - (speech_end or cut))
+            final = HeldFinal(caption, seg.start, cut, cut - (speech_end or cut))
             if self.config.keep_final_audio:
                 self._final_audio[seg.id] = self._buffer.slice(seg.start, cut).copy()
         # The next decodes hear the text as decoded, its full stop too: forcing the shaped
@@ -653,13 +634,7 @@ class StreamingRecognizer:
         else:
             self._heard.clear()  # the next segment does not follow on from the last final
         self._trim(cut - self.config.lead_in_s)
-        released = self._release_held()  # a later segment closed: the speaker went on
-        if final is None:
-            return released
-        if ended:
-            return [*released, self._settle(final, sentence_end=True)]
-        self._held = final
-        return [*released, *self._release_held()]
+        return self._sentences.hold(final, ended=ended)
 
     def _skip_silence(self) -> None:
         """Begin the open segment ``lead_in_s`` before its speech, if that speech is already
@@ -674,33 +649,6 @@ class StreamingRecognizer:
         span = self._speech.speech_span(seg.start)
         if span is not None:
             seg.start = max(seg.start, span[0] - self.config.lead_in_s)
-
-    def _release_held(self) -> list[Caption]:
-        """The held final, once its pause tells whether it ends a sentence: the pause has
-        lasted ``sentence_pause_s`` (it does, if its words say so too) or the speaker went on
-        (it does not). A final that cannot end a sentence goes at once."""
-        held = self._held
-        if held is None:
-            return []
-        paused = held.silence_before_cut + self._speech.silence_after(held.cut)
-        resumed = self._speech.speech_span(held.cut) is not None
-        text = held.caption.text
-        could_end = ends_sentence(text) and not cannot_end_sentence(text, self.config.language)
-        long_enough = paused >= self.config.sentence_pause_s
-        if could_end and not resumed and not long_enough:
-            return []  # wait: the next step tells
-        self._held = None
-        return [self._settle(held, sentence_end=could_end and long_enough)]
-
-    def _settle(self, final: _Final, *, sentence_end: bool) -> Caption:
-        """Publishable: the trailing sentence mark kept only at a sentence end."""
-        caption = final.caption
-        text = caption.text if sentence_end else running_on(caption.text)
-        if text:
-            self._mid_sentence = not sentence_end
-        if text != caption.text:
-            caption = replace(caption, text=text, stable=len(text))
-        return caption
 
     async def _refine_decode(
         self, seg: _Segment, end: float, *, pad: float = 0.0, full_window: bool | None = None
