@@ -160,7 +160,8 @@ def test_screen_overlay_and_phone_lay_out_captions_as_subtitles(
     assert visible == [], visible
     png = overlay.screenshot(omit_background=True)
     image = Image.open(io.BytesIO(png))
-    assert image.mode == "RGBA" and image.getpixel((5, 5))[3] == 0  # see-through
+    pixel = image.getpixel((5, 5))
+    assert image.mode == "RGBA" and isinstance(pixel, tuple) and pixel[3] == 0  # see-through
     overlay_lines = overlay.evaluate(LINES)
     assert overlay_lines and all(line["block"] == "es" for line in overlay_lines)
 

@@ -162,7 +162,7 @@ async def test_refusals_of_the_editing_endpoints(tmp_path: Path) -> None:
         ).json()
         code, presenter = session["code"], session["presenter_token"]
         api = f"{url}/api/sessions/{code}"
-        body = {"json": {"terms": ["TeamViewer"]}}
+        body: dict[str, Any] = {"json": {"terms": ["TeamViewer"]}}  # keyword arguments of call
         assert (await call("PUT", f"{api}/terms", **body)).status_code == 401
         assert (await call("PUT", f"{api}/terms", "x" * 32, **body)).status_code == 403
         assert (await call("POST", f"{api}/editors")).status_code == 401

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from typing import cast
 
 import httpx
 import pytest
@@ -33,6 +34,30 @@ async def _listen(url: str, events: list[dict[str, object]], stop: asyncio.Event
 
 def _finals(events: list[dict[str, object]]) -> list[dict[str, object]]:
     return [e for e in events if e.get("type") == "caption" and e.get("state") == "final"]
+
+
+def _segment(value: object) -> int:
+    """A segment number, from an event's JSON (where segments are integers)."""
+    return int(cast(int, value))
+
+
+def _sources(event: dict[str, object]) -> list[int]:
+    """The source segments a final covers: those it names, else its own."""
+    return [_segment(s) for s in cast("list[object]", event.get("sources") or [event["segment"]])]
+
+
+def _speaker(event: dict[str, object]) -> dict[str, object]:
+    """Who said ``event``, which names them."""
+    speaker = event["speaker"]
+    assert isinstance(speaker, dict), event
+    return speaker
+
+
+def _speaker_id(event: dict[str, object]) -> object:
+    """The id of who said ``event`` (None if it names nobody)."""
+    speaker = event.get("speaker", {})
+    assert isinstance(speaker, dict), event
+    return speaker.get("id")
 
 
 def _auth(token: str) -> dict[str, str]:
@@ -95,9 +120,9 @@ async def test_two_speakers_in_two_languages_stream_at_once(server: ServerProces
     )
     said = {
         who: {
-            int(e["segment"])  # type: ignore[call-overload]
+            _segment(e["segment"])
             for e in run.finals()
-            if e["source"] and e["text"] and e["speaker"]["id"] == who  # type: ignore[index]
+            if e["source"] and e["text"] and _speaker(e)["id"] == who
         }
         for who, run in zip(("presenter", ana["id"]), runs, strict=True)
     }
@@ -105,12 +130,7 @@ async def test_two_speakers_in_two_languages_stream_at_once(server: ServerProces
 
     async def complete() -> None:
         while True:
-            covered = {
-                int(s)  # type: ignore[call-overload]
-                for e in _finals(english)
-                if not e["source"]
-                for s in e.get("sources") or [e["segment"]]  # type: ignore[attr-defined]
-            }
+            covered = {s for e in _finals(english) if not e["source"] for s in _sources(e)}
             if covered >= said[ana["id"]]:
                 return
             await asyncio.sleep(0.1)
@@ -127,8 +147,8 @@ async def test_two_speakers_in_two_languages_stream_at_once(server: ServerProces
     # The English reader got the presenter's words and Ana's translated; the Spanish reader
     # got Ana's words and the presenter's translated.
     english_said = {
-        int(e["segment"]) for e in _finals(english) if e["source"] and e["lang"] == "en"
-    }  # type: ignore[call-overload]
+        _segment(e["segment"]) for e in _finals(english) if e["source"] and e["lang"] == "en"
+    }
     assert english_said >= said["presenter"]
     assert any(not e["source"] and e["lang"] == "en" for e in _finals(english))
     assert any(not e["source"] and e["lang"] == "es" for e in _finals(spanish))
@@ -203,9 +223,7 @@ async def test_questions_are_held_for_the_moderator_then_said_to_everyone(
 
         async def said() -> None:
             while not any(
-                e.get("speaker", {}).get("id") == "audience"  # type: ignore[union-attr]
-                and not e["source"]
-                for e in _finals(english)
+                _speaker_id(e) == "audience" and not e["source"] for e in _finals(english)
             ):
                 await asyncio.sleep(0.1)
 
@@ -214,7 +232,7 @@ async def test_questions_are_held_for_the_moderator_then_said_to_everyone(
         await asyncio.wait_for(watcher, 30)
     stop.set()
     await asyncio.gather(*tasks)
-    audience = [e for e in _finals(english) if e.get("speaker", {}).get("id") == "audience"]  # type: ignore[union-attr]
+    audience = [e for e in _finals(english) if _speaker_id(e) == "audience"]
     assert {e["lang"] for e in audience} == {"es", "en"}  # said in Spanish, translated
     assert not any("Why" in str(e.get("text")) for e in english)  # the rejected one: never
     assert not any(e.get("type") == "question" for e in english)  # the audience never sees them

@@ -81,7 +81,7 @@ def _caption(segment: int, text: str, start: float, end: float) -> dict[str, Any
 def test_backfill_computes_laal_from_a_trace_written_before_laal_existed(tmp_path: Path) -> None:
     fleurs = tmp_path / "fleurs"
     (fleurs / "audio").mkdir(parents=True)
-    rows = []
+    rows: list[dict[str, object]] = []
     for clip in ("a", "b"):  # two clips of 2 s at 100 Hz: spans 0-2 s and 3-5 s (1 s gap)
         with wave.open(str(fleurs / "audio" / f"{clip}.wav"), "wb") as w:
             w.setnchannels(1)

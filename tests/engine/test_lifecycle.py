@@ -25,6 +25,7 @@ from engine.factory import SessionFactory, StagePorts
 from engine.presenting import Presentation, Presenting, StartRequest
 from engine.recognition.asr import Decoded, DecodeOptions
 from engine.recognition.config import RecognizerConfig
+from engine.recognition.recognizer import StreamingRecognizer
 from engine.recognition.resources import Recognition
 from engine.recognition.shedding import Shed
 from engine.refusals import Refusal, Refused
@@ -267,11 +268,13 @@ async def test_a_panels_speakers_each_count_and_a_server_behind_takes_no_more(
     first = await engine.presenting.start(panel, StartRequest(token, 16000))
     second = await engine.presenting.start(panel, StartRequest(bo_token, 16000))
     assert engine.presenting.live_streams() == 2  # streams, not sessions
-    first.stream.recognizer.shed = Shed.DRAFTS  # as when recognition has fallen far behind
+    recognizer = first.stream.recognizer
+    assert isinstance(recognizer, StreamingRecognizer)  # its step sets its ``shed`` level
+    recognizer.shed = Shed.DRAFTS  # as when recognition has fallen far behind
     with pytest.raises(Refused) as behind:
         await engine.presenting.start(panel, StartRequest(cy_token, 16000))
     assert behind.value.reason is Refusal.AT_CAPACITY and "behind" in behind.value.message
-    first.stream.recognizer.shed = Shed.NONE  # caught up
+    recognizer.shed = Shed.NONE  # caught up
     third = await engine.presenting.start(panel, StartRequest(cy_token, 16000))
     assert engine.presenting.live_streams() == 3
     for presentation in (first, second, third):

@@ -13,7 +13,7 @@ from engine.delivery.hub import (
     SubscriptionClosed,
 )
 from engine.delivery.memory import InMemoryHub
-from engine.events import Caption, StateChange
+from engine.events import Caption, Event, StateChange
 
 
 def cap(
@@ -22,11 +22,19 @@ def cap(
     return Caption(segment, lang, lang == "en", state, text, 0.0, 1.0, seq=seq)  # type: ignore[arg-type]
 
 
-def drain(queue: ListenerQueue) -> list[object]:
-    items = []
+def drain(queue: ListenerQueue) -> list[Event]:
+    items: list[Event] = []
     while len(queue):
         items.append(queue._items.popleft())
     return items
+
+
+def drain_captions(queue: ListenerQueue) -> list[Caption]:
+    """Drain a queue that holds captions only."""
+    items = drain(queue)
+    captions = [e for e in items if isinstance(e, Caption)]
+    assert captions == items, f"not only captions: {items}"
+    return captions
 
 
 def test_newer_draft_replaces_queued_draft_of_same_segment() -> None:
@@ -34,8 +42,8 @@ def test_newer_draft_replaces_queued_draft_of_same_segment() -> None:
     for i in range(5):
         queue.put(cap(0, text=f"d{i}", seq=i + 1))
     queue.put(cap(1, text="other", seq=6))
-    items = drain(queue)
-    assert [c.text for c in items] == ["d4", "other"]  # type: ignore[attr-defined]
+    items = drain_captions(queue)
+    assert [c.text for c in items] == ["d4", "other"]
     assert queue.replaced_drafts == 4
 
 
@@ -43,7 +51,7 @@ def test_final_removes_queued_drafts_and_is_kept() -> None:
     queue = ListenerQueue()
     queue.put(cap(0, text="draft", seq=1))
     queue.put(cap(0, "final", "done", seq=2))
-    assert [c.state for c in drain(queue)] == ["final"]  # type: ignore[attr-defined]
+    assert [c.state for c in drain_captions(queue)] == ["final"]
 
 
 def test_finals_are_never_coalesced() -> None:
@@ -94,14 +102,15 @@ async def test_stalled_listener_does_not_slow_publishing_or_others() -> None:
 async def test_backfill_after_since_has_finals_and_newest_open_draft() -> None:
     hub = InMemoryHub()
     hub.open("ABC")
-    for event in [
+    sent: list[Event] = [
         cap(0, text="a"),
         cap(0, "final", "A"),
         cap(1, text="b1"),
         cap(1, text="b2"),
         StateChange("live", 3),
         cap(2, "final", "C", lang="es"),
-    ]:
+    ]
+    for event in sent:
         await hub.emit("ABC", event)
     sub = hub.subscribe("ABC", frozenset({"en"}), since=0)
     items = drain(sub.queue)
@@ -120,9 +129,9 @@ async def test_language_switch_backfills_translated_finals() -> None:
     await hub.emit("ABC", cap(0, "final", "hello"))
     await hub.emit("ABC", cap(0, "final", "hola", lang="es"))
     sub = hub.subscribe("ABC", frozenset({"en"}))
-    assert [e.text for e in drain(sub.queue)] == ["hello"]  # type: ignore[attr-defined]
+    assert [e.text for e in drain_captions(sub.queue)] == ["hello"]
     hub.set_languages(sub, frozenset({"es"}))
-    assert [e.text for e in drain(sub.queue)] == ["hola"]  # type: ignore[attr-defined]
+    assert [e.text for e in drain_captions(sub.queue)] == ["hola"]
 
 
 async def test_presenter_is_offered_each_event_before_the_audience() -> None:
@@ -160,7 +169,7 @@ def test_a_correction_replaces_the_queued_final_of_its_line() -> None:
     queue.put(cap(1, "final", "team viewer", seq=1))
     queue.put(cap(2, "final", "next", seq=2))
     queue.put(Caption(1, "en", True, "final", "TeamViewer", 0.0, 1.0, seq=3, rev=1))
-    assert [(c.segment, c.text) for c in drain(queue)] == [(2, "next"), (1, "TeamViewer")]  # type: ignore[attr-defined]
+    assert [(c.segment, c.text) for c in drain_captions(queue)] == [(2, "next"), (1, "TeamViewer")]
 
 
 async def test_backfill_holds_the_newest_revision_of_each_line_once() -> None:
@@ -172,9 +181,9 @@ async def test_backfill_holds_the_newest_revision_of_each_line_once() -> None:
     await hub.emit("ABCDEF", fixed)
     for since, expected in ((0, ["next", "TeamViewer"]), (first.seq, ["next", "TeamViewer"])):
         sub = hub.subscribe("ABCDEF", frozenset({"en"}), since)
-        assert [e.text for e in drain(sub.queue)] == expected  # type: ignore[attr-defined]
+        assert [e.text for e in drain_captions(sub.queue)] == expected
     late = hub.subscribe("ABCDEF", frozenset({"en"}), first.seq + 1)
-    assert [e.text for e in drain(late.queue)] == ["TeamViewer"]  # type: ignore[attr-defined]
+    assert [e.text for e in drain_captions(late.queue)] == ["TeamViewer"]
 
 
 def test_listeners_by_language_counts_the_audience_only() -> None:

@@ -63,7 +63,7 @@ async def test_events_reach_another_node_in_seq_order_and_finals_are_stored(
     b.open(CODE)
     on_b = b.subscribe(CODE, frozenset({"en"}))
     on_a = a.subscribe(CODE, frozenset({"en"}))
-    sent = [
+    sent: list[Event] = [
         cap(0, text="hel"),
         cap(1, "final", "hello"),
         StateChange("live", 2),

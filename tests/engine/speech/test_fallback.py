@@ -10,7 +10,7 @@ from engine.events import Caption, Event
 from engine.speech.config import PaceConfig
 from engine.speech.costs import SynthesisCosts
 from engine.speech.speaker import LanguageSpeaker
-from engine.speech.voice import LanguageVoices
+from engine.speech.voice import LanguageVoices, Synthesizer
 from tests.engine.speech.test_speech import FakeVoice, Sink, _final, _run_in_thread
 
 LONG_FINAL = (
@@ -153,7 +153,7 @@ async def test_the_fast_voice_speaks_until_the_natural_one_has_loaded() -> None:
     config = _config()
     natural = FakeVoice(name="kokoro")
     fast = FakeVoice(name="espeak", kind="fast")
-    loading: asyncio.Future[FakeVoice | None] = asyncio.get_running_loop().create_future()
+    loading: asyncio.Future[Synthesizer | None] = asyncio.get_running_loop().create_future()
     sink = Sink()
     speaker = _speaker(LanguageVoices(fast, loading=loading), sink, SynthesisCosts(), config)
     await asyncio.sleep(0)

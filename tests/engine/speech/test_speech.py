@@ -12,7 +12,7 @@ from engine.speech.config import PaceConfig
 from engine.speech.pieces import speech_pieces
 from engine.speech.speaker import LanguageSpeaker
 from engine.speech.stage import SessionSpeaker
-from engine.speech.voice import LanguageVoices
+from engine.speech.voice import LanguageVoices, VoiceKind
 
 RATE = 8000
 
@@ -29,12 +29,12 @@ class FakeVoice:
         delay: float = 0.0,
         fail: bool = False,
         name: str = "fake",
-        kind: str = "natural",
+        kind: VoiceKind = "natural",
         per_char: float = 0.0,
     ) -> None:
         self.per_char = per_char
         self.name = name
-        self.kind = kind
+        self.kind: VoiceKind = kind
         self.cps = cps
         self.delay = delay
         self.fail = fail

@@ -67,7 +67,7 @@ async def test_a_decode_the_prompt_did_not_mislead_is_made_once() -> None:
 async def test_a_weighed_final_keeps_the_decode_the_model_was_surer_of() -> None:
     """Decoded after the previous translation and after the hints alone, in one call; the
     prompt misled neither way, so the surer decode is kept."""
-    answers = {
+    answers: dict[str | None, str] = {  # keyed by prompt
         f"Potro {BEFORE}": "He had to go through a break.",
         "Potro": "Potro needed a tie-break.",
     }
