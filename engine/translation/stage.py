@@ -45,18 +45,18 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 
 import numpy as np
 
 from engine import languages
-from engine.events import Caption, ErrorEvent, Event
+from engine.events import Caption, ErrorEvent
 from engine.recognition.vad import NextSpeech
 from engine.revisions import Remake, changed_words
 from engine.translation.backends import TargetPlan, WhisperTranslate
 from engine.translation.calls import TranslationCalls
 from engine.translation.config import TranslationConfig, TranslationStats
-from engine.translation.drafts import SentenceDrafts
+from engine.translation.drafts import Publish, SentenceDrafts
 from engine.translation.lane import (
     ClosedSentence,
     Lane,
@@ -69,8 +69,6 @@ from engine.translation.text import Glossary
 from engine.workers import Saturated
 
 log = logging.getLogger(__name__)
-
-Publish = Callable[[Event], Awaitable[object]]
 
 
 class SessionTranslator:
