@@ -606,8 +606,7 @@ class StreamingRecognizer:
             decoded = anchor_to_hint(refined.words, hint, closing.room)
             if decoded or not hint:
                 words = decoded
-        decoded_text = join_words(words)
-        text = self._sentences.shaped(decoded_text)
+        text = join_words(words)  # shaped as a continuation, or not, when it goes out
         final: HeldFinal | None = None
         if text or seg.drafted:
             start = hint[0].start if hint else seg.start
@@ -627,10 +626,10 @@ class StreamingRecognizer:
                 self._final_audio[seg.id] = self._buffer.slice(seg.start, cut).copy()
         # The next decodes hear the text as decoded, its full stop too: forcing the shaped
         # text instead cost words (docs/metrics.md, "Sentence breaks").
-        if decoded_text:
-            context = f"{self._context} {decoded_text}".strip()
+        if text:
+            context = f"{self._context} {text}".strip()
             self._context = context[-4 * self.config.prompt_chars :]
-            self._heard.append(_Heard(seg.start, decoded_text))
+            self._heard.append(_Heard(seg.start, text))
         else:
             self._heard.clear()  # the next segment does not follow on from the last final
         self._trim(cut - self.config.lead_in_s)

@@ -5,9 +5,9 @@ only if its words can end a sentence and the pause after it lasts ``sentence_pau
 speaker going on first says it did not end one. So a final whose mark may stay waits here
 until the pause has lasted that long or speech resumes; one that cannot end a sentence goes
 at once, without its mark; and the final after one that did not end a sentence continues it
-(:meth:`SentenceHold.shaped`). The recogniser (engine/recognition/recognizer.py) hands each
-final here as it makes it and gives out what comes back, at every step too.
-docs/metrics.md, "Sentence breaks", measured the rule.
+(:meth:`SentenceHold.shaped`; a final is shaped as it goes out). The recogniser
+(engine/recognition/recognizer.py) hands each final here as it makes it and gives out what
+comes back, at every step too. docs/metrics.md, "Sentence breaks", measured the rule.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ class SentenceHold:
         """The last final given out did not end a sentence: the next one continues it."""
 
     def shaped(self, text: str) -> str:
-        """``text``, the decode of the next segment, as shown: a continuation of the last
-        final's sentence where that did not end one."""
+        """``text``, a decode of the open segment, as shown: a continuation of the last
+        final's sentence where that did not end one. (A final is shaped when it is settled.)"""
         return continuing(text) if text and self._mid_sentence else text
 
     def hold(self, final: HeldFinal | None, *, ended: bool = False) -> list[Caption]:
@@ -95,9 +95,12 @@ class SentenceHold:
         return [self.settle(held, sentence_end=ends_sentence(held.caption.text))]
 
     def settle(self, final: HeldFinal, *, sentence_end: bool) -> Caption:
-        """Publishable: the trailing sentence mark kept only at a sentence end."""
+        """Publishable: a continuation of the last final's sentence where that did not end
+        one (:meth:`shaped`, decided now, when every final before it is settled), and the
+        trailing sentence mark kept only at a sentence end."""
         caption = final.caption
-        text = caption.text if sentence_end else running_on(caption.text)
+        text = self.shaped(caption.text)
+        text = text if sentence_end else running_on(text)
         if text:
             self._mid_sentence = not sentence_end
         if text != caption.text:

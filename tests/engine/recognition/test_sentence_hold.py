@@ -90,10 +90,11 @@ def test_a_later_final_releases_the_held_one_even_before_its_pause_is_told() -> 
     stream.speak(2.0)
     first = stream.final("We grew.", silence_before_cut=0.0)
     assert stream.hold.hold(first) == []
-    second = stream.final("we hired.", silence_before_cut=0.0)
+    second = stream.final("Then we hired.", silence_before_cut=0.0)
     assert texts(stream.hold.hold(second)) == ["We grew"]
     stream.pause(0.5)
-    assert texts(stream.hold.release()) == ["we hired."]
+    # It continues the sentence the first one turned out not to end.
+    assert texts(stream.hold.release()) == ["then we hired."]
 
 
 def test_a_segment_with_nothing_to_show_leaves_the_held_final_waiting() -> None:
