@@ -63,10 +63,10 @@ class SentenceHold:
         if final is None:
             return released
         if self._held is not None:  # a later final: the speaker went on
-            released.append(self.settle(self._held, sentence_end=False))
+            released.append(self._settle(self._held, sentence_end=False))
         self._held = None
         if ended:
-            return [*released, self.settle(final, sentence_end=True)]
+            return [*released, self._settle(final, sentence_end=True)]
         self._held = final
         return [*released, *self.release()]
 
@@ -85,16 +85,16 @@ class SentenceHold:
         if could_end and not resumed and not long_enough:
             return []  # wait: the next step tells
         self._held = None
-        return [self.settle(held, sentence_end=could_end and long_enough)]
+        return [self._settle(held, sentence_end=could_end and long_enough)]
 
     def end(self) -> list[Caption]:
         """The stream ended in the held final's pause: it ends a sentence if it has a mark."""
         held, self._held = self._held, None
         if held is None:
             return []
-        return [self.settle(held, sentence_end=ends_sentence(held.caption.text))]
+        return [self._settle(held, sentence_end=ends_sentence(held.caption.text))]
 
-    def settle(self, final: HeldFinal, *, sentence_end: bool) -> Caption:
+    def _settle(self, final: HeldFinal, *, sentence_end: bool) -> Caption:
         """Publishable: a continuation of the last final's sentence where that did not end
         one (:meth:`shaped`, decided now, when every final before it is settled), and the
         trailing sentence mark kept only at a sentence end."""
