@@ -621,7 +621,7 @@ class StreamingRecognizer:
                 stable=len(text),
             )
             speech_end = self._speech.speech_end_before(seg.start, cut)
-            final = HeldFinal(caption, seg.start, cut, cut - (speech_end or cut))
+            final = HeldFinal(caption, cut, cut - (speech_end or cut))
             if self.config.keep_final_audio:
                 self._final_audio[seg.id] = self._buffer.slice(seg.start, cut).copy()
         # The next decodes hear the text as decoded, its full stop too: forcing the shaped

@@ -29,8 +29,6 @@ class HeldFinal:
     """A segment's final, held until its pause tells whether it ends a sentence."""
 
     caption: Caption
-    start: float
-    """Where its segment began (context for the next refines)."""
     cut: float
     silence_before_cut: float
     """The pause between its last speech and the cut."""

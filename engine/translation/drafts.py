@@ -29,6 +29,7 @@ reader sees the sentence take shape and grow instead of nothing until its final
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -129,10 +130,8 @@ class SentenceDrafts:
         who = speaker_key(caption)
         parts = self._open_sentence(lane, who)
         if backend is not None:
-            calls = self._calls
-            await self._draft_sentence(
-                lane, draft, parts, lambda text: calls.translate_text(backend, lane.target, text)
-            )
+            translate = functools.partial(self._calls.translate_text, backend, lane.target)
+            await self._draft_sentence(lane, draft, parts, translate)
             return
         heard = self._sentence_audio(who, parts)
         if heard is None:

@@ -43,7 +43,7 @@ class Stream:
             end=cut,
             stable=len(text),
         )
-        return HeldFinal(caption, 0.0, cut, silence_before_cut)
+        return HeldFinal(caption, cut, silence_before_cut)
 
 
 def texts(captions: list[Caption]) -> list[str]:
