@@ -4,21 +4,20 @@ Any node may hold the presenter (recognition, translation and speech run there) 
 node may hold listeners. Per session, Redis keeps (layout in :mod:`engine.delivery.redis_keys`):
 
 - one **event stream** (``XADD`` with an approximate ``MAXLEN``): every caption, state and
-  error event, entry id ``<seq>-0``; spoken-translation audio goes to a second, shorter
-  stream (header JSON plus the binary PCM), since it is live only and much larger;
+  error event, entry id ``<seq>-0`` (entry fields in :mod:`engine.delivery.redis_entries`);
+  spoken-translation audio goes to a second, shorter stream (header JSON plus the binary
+  PCM), since it is live only and much larger;
 - the **seq counter**: :meth:`RedisHub.emit` runs one Lua script that takes the next ``seq``
   (``INCR``), appends the entry and, for a final, adds it to the shared finals set (the
-  :class:`engine.redis_store.RedisSessionStore`), atomically. So stream order is ``seq``
+  :class:`engine.store.redis.RedisSessionStore`), atomically. So stream order is ``seq``
   order on every node even when two nodes emit at once (a listener's ``since`` can never
   skip an event that arrives later with a lower number), and a final is stored before any
   node can read it. The ``persist`` callback of :meth:`Hub.emit` is therefore not called:
   the script is the store write;
-- each node's **audience** of the session (listener count, languages read, languages heard
-  with audio on), rewritten every ``heartbeat_s`` and at once on a change; entries older
-  than ``stale_s`` (a node that died) are ignored. ``listener_count``, ``wanted_languages``
-  and ``wanted_speech`` are the union over live nodes, so the presenter's node translates
-  and speaks exactly what listeners anywhere asked for; :meth:`RedisHub.remote_changes`
-  yields a change when another node's audience of a session changes.
+- each node's **audience** of the session, kept by the hub's
+  :class:`engine.delivery.redis_audience.SharedAudience`: ``listener_count``,
+  ``wanted_languages`` and ``wanted_speech`` are the union over live nodes, so the
+  presenter's node translates and speaks exactly what listeners anywhere asked for.
 
 Every node runs one reader task: a blocking ``XREAD`` over the streams of every session it
 has open, from the last entry it delivered. Each entry goes into the node's
@@ -26,6 +25,9 @@ has open, from the last entry it delivered. Each entry goes into the node's
 ``last_seq`` is lower, so a listener that moves to another node with ``since`` gets each
 event once. The emitting node delivers its own events through the same read, in order.
 Audio entries are offered only to subscribers present when they arrive, never backfilled.
+What the reader and the audience task learn of other nodes (state changes, term lists,
+corrections, audience changes) is fed to :meth:`RedisHub.remote_changes`
+(:mod:`engine.delivery.redis_changes`).
 
 Overflow policies: listener queues as in :mod:`engine.delivery.hub`; the streams are trimmed
 to about ``stream_maxlen`` / ``audio_maxlen`` entries (finals stay in the finals set for
@@ -33,61 +35,35 @@ backfill and transcripts, so trimming loses only old drafts and states).
 
 Redis unavailable (reconnect policy): the reader and the audience task retry with
 exponential backoff (0.05 s doubling to 2 s, jittered) and resume from their cursors, so
-nothing in the stream is missed; ``unavailable_reason`` says why meanwhile (``/readyz`` 503).
-:meth:`emit` retries the same way for up to ``outage_s`` (the presenter's pipeline waits;
-the recogniser skips drafts while it is behind) and then raises :class:`HubUnavailable`.
-A retried emit whose first attempt reached Redis but lost its reply is recognised by its
-event id and not appended twice.
+nothing in the stream is missed; ``unavailable_reason`` says why meanwhile (``/readyz`` 503;
+:mod:`engine.delivery.redis_connection`). :meth:`emit` retries the same way for up to
+``outage_s`` (the presenter's pipeline waits; the recogniser skips drafts while it is
+behind) and then raises :class:`HubUnavailable`. A retried emit whose first attempt reached
+Redis but lost its reply is recognised by its event id and not appended twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import json
 import logging
 import time
 import uuid
-from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import redis
-import redis.asyncio as aioredis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
-
 from engine.delivery.fanout import Fanout, FanoutSubscribers
-from engine.delivery.hub import (
-    AudienceChanged,
-    Corrected,
-    Persist,
-    RemoteChange,
-    StateChanged,
-    TermsFollowed,
-)
+from engine.delivery.hub import Corrected, Persist, RemoteChange, TermsFollowed
+from engine.delivery.redis_audience import SharedAudience
+from engine.delivery.redis_changes import ChangeFeed
+from engine.delivery.redis_connection import REDIS_ERRORS, Reachability, connect_async
+from engine.delivery.redis_entries import decode_entry, entry_body, stream_items
 from engine.delivery.redis_keys import Backoff, code_of, session_key
-from engine.events import (
-    Caption,
-    Event,
-    LanguageCounts,
-    SessionState,
-    SpeechAudio,
-    StateChange,
-    TermsChanged,
-    from_dict,
-    language_counts,
-    to_dict,
-    with_seq,
-)
+from engine.events import Caption, Event, SpeechAudio, StateChange, TermsChanged, with_seq
 from engine.store.redis import final_body
 
 log = logging.getLogger(__name__)
-
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError)
-"""Errors that mean Redis is unreachable or restarting (including ``LOADING``)."""
 
 # KEYS: seq, events, audio, finals, event id. ARGV: floor, ts, body, kind, maxlen, node,
 # final body, pcm, id ttl.
@@ -145,123 +121,13 @@ class RedisHubConfig:
     event_id_ttl_s: int = 600
 
 
-@dataclass(frozen=True, slots=True)
-class Audience:
-    """What the listeners of a session on some nodes want, and how many follow each
-    language (``by_language``, as :data:`engine.events.LanguageCounts`)."""
-
-    count: int = 0
-    langs: frozenset[str] = frozenset()
-    speech: frozenset[str] = frozenset()
-    by_language: LanguageCounts = ()
-
-    def __or__(self, other: Audience) -> Audience:
-        counts = Counter(dict(self.by_language))
-        counts.update(dict(other.by_language))
-        return Audience(
-            self.count + other.count,
-            self.langs | other.langs,
-            self.speech | other.speech,
-            language_counts(counts),
-        )
-
-    def to_json(self, at: float) -> str:
-        data = {"n": self.count, "l": sorted(self.langs), "s": sorted(self.speech), "t": at}
-        return json.dumps({**data, "c": dict(self.by_language)})
-
-    @staticmethod
-    def from_json(text: bytes | str) -> tuple[Audience, float]:
-        """An entry a node wrote (``c``, the counts by language, is absent in entries of
-        nodes that predate it)."""
-        data = json.loads(text)
-        audience = Audience(
-            int(data["n"]),
-            frozenset(data["l"]),
-            frozenset(data["s"]),
-            language_counts(data.get("c", {})),
-        )
-        return audience, float(data["t"])
-
-
-def connect_async(url: str, config: RedisHubConfig) -> aioredis.Redis:
-    """An asyncio client without redis-py's own retries: the hub's backoff policy applies."""
-    return aioredis.Redis.from_url(
-        url,
-        socket_connect_timeout=2.0,
-        socket_timeout=config.block_ms / 1000 + 5.0,
-        retry=Retry(NoBackoff(), 0),
-    )
-
-
-def entry_body(event: Event) -> str:
-    """The event's wire JSON without its leading ``{`` and without ``seq``/``ts`` (the emit
-    script prepends them)."""
-    data = to_dict(event)
-    del data["seq"], data["ts"]
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))[1:]
-
-
-def decode_entry(fields: Mapping[bytes, bytes]) -> Event:
-    """The event of one stream entry."""
-    event = from_dict(json.loads(fields[b"e"]))
-    if isinstance(event, SpeechAudio):
-        event = dataclasses.replace(event, pcm=fields.get(b"pcm", b""))
-    return event
-
-
-def _stream_items(reply: Any) -> Iterable[tuple[bytes, Sequence[tuple[bytes, Any]]]]:
-    """XREAD's reply as (stream key, entries), for RESP2 (list) and RESP3 (dict)."""
-    if not reply:
-        return []
-    if isinstance(reply, dict):
-        return [(k, v[0] if v and isinstance(v[0], list) else v) for k, v in reply.items()]
-    return [(k, v) for k, v in reply]
-
-
-class ChangeFeed:
-    """What this node learnt of other nodes, waiting to be taken: audience changes fold
-    into one per session; state changes, terms and corrections keep their order."""
-
-    def __init__(self) -> None:
-        self._audience: dict[str, None] = {}
-        self._states: list[StateChanged | TermsFollowed | Corrected] = []
-        self._ready = asyncio.Event()
-        self._closed = False
-
-    def audience(self, code: str) -> None:
-        self._audience[code] = None
-        self._ready.set()
-
-    def state(self, code: str, state: SessionState) -> None:
-        self._states.append(StateChanged(code, state))
-        self._ready.set()
-
-    def edit(self, change: TermsFollowed | Corrected) -> None:
-        self._states.append(change)
-        self._ready.set()
-
-    def close(self) -> None:
-        self._closed = True
-        self._ready.set()
-
-    async def __aiter__(self) -> AsyncIterator[RemoteChange]:
-        while not self._closed:
-            await self._ready.wait()
-            self._ready.clear()
-            states, self._states = self._states, []
-            codes, self._audience = list(self._audience), {}
-            for change in states:
-                yield change
-            for code in codes:
-                yield AudienceChanged(code)
-
-
 class RedisHub(FanoutSubscribers):
     """:class:`engine.delivery.hub.Hub` shared by every node through one Redis (policies above).
 
     Local fan-out (queues, backfill from the session log, language switches) is a
     :class:`engine.delivery.fanout.Fanout`, as in the in-process hub; only :meth:`emit`,
-    delivery and the audience go through Redis.
+    delivery and the audience (a :class:`engine.delivery.redis_audience.SharedAudience` on
+    the same fan-out) go through Redis.
     """
 
     def __init__(
@@ -272,12 +138,25 @@ class RedisHub(FanoutSubscribers):
         node: str | None = None,
         config: RedisHubConfig | None = None,
     ) -> None:
-        self._audience_wake = asyncio.Event()
-        self.fanout = Fanout(max_queue, on_change=self._audience_wake.set)
         self.config = config or RedisHubConfig()
         self.node = node or uuid.uuid4().hex[:12]
-        self._redis = connect_async(url, self.config)
+        self._redis = connect_async(url, block_ms=self.config.block_ms)
         self._emit_script = self._redis.register_script(_EMIT)
+        self._reachability = Reachability(self.node)
+        self._changes = ChangeFeed()
+        """What this node learns of other nodes (:meth:`remote_changes`)."""
+        audience_wake = asyncio.Event()
+        self.fanout = Fanout(max_queue, on_change=audience_wake.set)
+        self.audience = SharedAudience(
+            self._redis,
+            self.fanout,
+            audience_wake,
+            node=self.node,
+            reachability=self._reachability,
+            on_remote_change=self._changes.audience,
+            heartbeat_s=self.config.heartbeat_s,
+            stale_s=self.config.stale_s,
+        )
         self._cursors: dict[str, bytes] = {}
         self._audio_cursors: dict[str, bytes | None] = {}
         self._floors: dict[str, int] = {}
@@ -285,23 +164,16 @@ class RedisHub(FanoutSubscribers):
         self._emitted: dict[tuple[str, bool], int] = {}
         self._delivered: dict[tuple[str, bool], int] = {}
         self._waiters: list[tuple[str, asyncio.Future[None]]] = []
-        self._remote: dict[str, Audience] = {}
-        self._shared: set[str] = set()
-        """Sessions this node has an audience entry for in Redis."""
-        self._to_clear: set[str] = set()
         self._streams_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._error: str | None = "connecting to Redis"
         self._closing = False
-        self._changes = ChangeFeed()
-        """Other nodes' audience changes and state changes (:meth:`remote_changes`)."""
 
     # --- lifecycle and health ------------------------------------------------------------
 
     async def start(self) -> None:
         self._tasks = [
             asyncio.create_task(self._read_loop(), name="redis-hub-reader"),
-            asyncio.create_task(self._audience_loop(), name="redis-hub-audience"),
+            asyncio.create_task(self.audience.run(), name="redis-hub-audience"),
         ]
 
     async def close(self) -> None:
@@ -310,31 +182,17 @@ class RedisHub(FanoutSubscribers):
         self._closing = True
         self._changes.close()
         self._streams_changed.set()
-        self._audience_wake.set()
+        self.audience.stop()
         if self._tasks:
             _, stuck = await asyncio.wait(self._tasks, timeout=self.config.block_ms / 1000 + 3)
             for task in stuck:
                 task.cancel()
         self._tasks = []
-        with contextlib.suppress(*REDIS_ERRORS, TimeoutError):
-            async with asyncio.timeout(1.0):
-                for code in self._shared:
-                    await self._redis.hdel(session_key(code, "aud"), self.node)
+        await self.audience.withdraw()
         await self._redis.aclose()
 
     def unavailable_reason(self) -> str | None:
-        return self._error
-
-    def _failed(self, exc: Exception) -> None:
-        reason = f"Redis unavailable: {type(exc).__name__}: {exc}"
-        if self._error is None:
-            log.warning("%s; reconnecting with backoff", reason)
-        self._error = reason
-
-    def _succeeded(self) -> None:
-        if self._error is not None:
-            log.info("Redis reachable (node %s)", self.node)
-        self._error = None
+        return self._reachability.unavailable_reason()
 
     # --- sessions --------------------------------------------------------------------------
 
@@ -354,10 +212,7 @@ class RedisHub(FanoutSubscribers):
         self.fanout.drop(code)
         for table in (self._cursors, self._audio_cursors, self._floors, self._opened_at):
             table.pop(code, None)
-        self._remote.pop(code, None)
-        if code in self._shared:
-            self._to_clear.add(code)
-            self._audience_wake.set()
+        self.audience.forget(code)
 
     # --- emitting --------------------------------------------------------------------------
 
@@ -393,13 +248,13 @@ class RedisHub(FanoutSubscribers):
                 seq = int(await self._emit_script(keys=keys, args=args))
                 break
             except REDIS_ERRORS as exc:
-                self._failed(exc)
+                self._reachability.failed(exc)
                 if time.monotonic() > deadline:
                     raise HubUnavailable(
                         f"Redis unreachable for {self.config.outage_s:.0f} s"
                     ) from exc
                 await backoff.sleep()
-        self._succeeded()
+        self._reachability.succeeded()
         self._floors[code] = max(self._floors.get(code, 0), seq)
         key = (code, audio)
         self._emitted[key] = max(self._emitted.get(key, 0), seq)
@@ -446,12 +301,12 @@ class RedisHub(FanoutSubscribers):
                     streams, count=self.config.read_count, block=self.config.block_ms
                 )
             except REDIS_ERRORS as exc:
-                self._failed(exc)
+                self._reachability.failed(exc)
                 await backoff.sleep()
                 continue
             backoff.reset()
-            self._succeeded()
-            for key, entries in _stream_items(reply):
+            self._reachability.succeeded()
+            for key, entries in stream_items(reply):
                 self._take(key, entries)
             self._wake_settled()
 
@@ -491,7 +346,7 @@ class RedisHub(FanoutSubscribers):
             return
         if isinstance(event, StateChange):
             self._changes.state(code, event.state)
-            self._audience_wake.set()  # its audience probably changed: look now
+            self.audience.look_now()  # its audience probably changed
         elif isinstance(event, TermsChanged):
             self._changes.edit(TermsFollowed(code, event.terms))
         elif isinstance(event, Caption) and event.source and event.rev:
@@ -509,28 +364,17 @@ class RedisHub(FanoutSubscribers):
 
     # --- subscribers and the audience -----------------------------------------------------
 
-    def local_audience(self, code: str) -> Audience:
-        fanout = self.fanout
-        return Audience(
-            fanout.listener_count(code),
-            fanout.wanted_languages(code),
-            fanout.wanted_speech(code),
-            language_counts(fanout.listeners_by_language(code)),
-        )
-
     def listener_count(self, code: str) -> int:
-        return self.fanout.listener_count(code) + self._remote.get(code, Audience()).count
+        return self.audience.listener_count(code)
 
     def listeners_by_language(self, code: str) -> Mapping[str, int]:
-        counts = self.fanout.listeners_by_language(code)
-        counts.update(dict(self._remote.get(code, Audience()).by_language))
-        return counts
+        return self.audience.listeners_by_language(code)
 
     def wanted_languages(self, code: str) -> frozenset[str]:
-        return self.fanout.wanted_languages(code) | self._remote.get(code, Audience()).langs
+        return self.audience.wanted_languages(code)
 
     def wanted_speech(self, code: str) -> frozenset[str]:
-        return self.fanout.wanted_speech(code) | self._remote.get(code, Audience()).speech
+        return self.audience.wanted_speech(code)
 
     def deepest_queue(self) -> int:
         return self.fanout.deepest_queue()
@@ -541,63 +385,3 @@ class RedisHub(FanoutSubscribers):
 
     def remote_changes(self) -> AsyncIterator[RemoteChange]:
         return aiter(self._changes)
-
-    async def _audience_loop(self) -> None:
-        backoff = Backoff()
-        while not self._closing:
-            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.config.heartbeat_s):
-                    await self._audience_wake.wait()
-            self._audience_wake.clear()
-            if self._closing:
-                return
-            try:
-                await self._sync_audience()
-            except REDIS_ERRORS as exc:
-                self._failed(exc)
-                await backoff.sleep()
-                self._audience_wake.set()  # retry at once after the backoff
-                continue
-            backoff.reset()
-            self._succeeded()
-            await asyncio.sleep(0.02)  # fold a join storm into few writes
-
-    async def _sync_audience(self) -> None:
-        """Write this node's audience of each open session, read every node's."""
-        now = time.time()
-        codes = self.fanout.codes()
-        clearing = list(self._to_clear)
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.ping()
-        shared: set[str] = set()
-        ttl_ms = int(self.config.stale_s * 4000)
-        for code in clearing:
-            pipe.hdel(session_key(code, "aud"), self.node)
-        for code in codes:
-            key = session_key(code, "aud")
-            if self.fanout.has_subscribers(code):
-                pipe.hset(key, self.node, self.local_audience(code).to_json(now))
-                pipe.pexpire(key, ttl_ms)
-                shared.add(code)
-            elif code in self._shared:
-                pipe.hdel(key, self.node)
-            pipe.hgetall(key)
-        replies = await pipe.execute()
-        self._to_clear.difference_update(clearing)
-        self._shared = shared
-        tables = [r for r in replies if isinstance(r, dict)]
-        changed = []
-        for code, table in zip(codes, tables, strict=True):
-            remote = Audience()
-            for node, value in table.items():
-                if node.decode() == self.node:
-                    continue
-                audience, at = Audience.from_json(value)
-                if now - at <= self.config.stale_s:
-                    remote = remote | audience
-            if code in self.fanout and remote != self._remote.get(code, Audience()):
-                self._remote[code] = remote
-                changed.append(code)
-        for code in changed:
-            self._changes.audience(code)

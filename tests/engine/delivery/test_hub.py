@@ -212,7 +212,7 @@ def test_state_events_carry_counts_by_language_in_one_json_form() -> None:
 
 
 def test_a_redis_audience_entry_without_counts_still_reads() -> None:
-    from engine.delivery.redis import Audience
+    from engine.delivery.redis_audience import Audience
 
     old, at = Audience.from_json('{"n": 2, "l": ["en"], "s": [], "t": 5.0}')
     assert (old.count, old.by_language, at) == (2, (), 5.0)
