@@ -35,7 +35,8 @@ from engine import languages
 from engine.audio import decode_pcm16
 from engine.recognition.asr import DecodeOptions, token_budget
 from engine.recognition.policy import guard_repetitions, join_words
-from models.apertium import ApertiumTranslator, available_routes
+from models.apertium import ApertiumTranslator
+from models.apertium_modes import available_routes
 from models.catalog import resolve_whisper
 from models.route_quality import QUALITY_FILE
 from models.whisper import FasterWhisperTranscriber

@@ -7,9 +7,10 @@ for Apertium's stream format followed by ``"\\n\\0"``; the answer is everything 
 the chain echoes back. That costs 3-8 ms per sentence on 2 cores (FLORES-200, median; p95
 about 7-12 ms), against 250-450 ms for a new ``apertium`` process per sentence.
 
-Directions without a direct pair are chained through a pivot language (Spanish by default:
-``en -> fr`` is ``eng-spa`` then ``es-fr``). Each chain is guarded by its own lock, restarted
-once if it dies, and bounded by a timeout so a hung chain never blocks a worker thread forever.
+Which directions exist, through which modes and pivots, is models/apertium_modes.py; the
+stream format and the shaping of the text are models/apertium_text.py. Each chain is
+guarded by its own lock, restarted once if it dies, and bounded by a timeout so a hung
+chain never blocks a worker thread forever.
 
 Calls block: run them in the project's model executor, never on the event loop.
 """
@@ -18,47 +19,39 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import selectors
-import shlex
-import shutil
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from engine import languages
-from models.catalog import ModelError
+from models.apertium_modes import (
+    DEFAULT_PIVOTS,
+    MODES_DIR,
+    ApertiumUnavailable,
+    Mode,
+    available_routes,
+    find_route,
+    pipeline_stages,
+)
+from models.apertium_text import (
+    drop_unknown_marks,
+    escape,
+    flatten,
+    match_initial_case,
+    pack_requests,
+    restore_inverted_marks,
+    tidy,
+    unescape,
+)
 
 log = logging.getLogger(__name__)
 
-MODES_DIR = Path("/usr/share/apertium/modes")
-DEFAULT_PIVOTS: tuple[str, ...] = ("es",)
 DEFAULT_TIMEOUT_S = 10.0
-# Longest text sent in one request; longer sentences are cut at a space. Keeps every request's
-# memory and time bounded (Apertium needs about 1 ms per 20 characters here).
-MAX_REQUEST_CHARS = 2000
-
-_TOOL_HINT = (
-    "install the Debian package 'apertium' and a pair, e.g. apt-get install apertium-eng-spa"
-)
-_MODE_NAME = re.compile(r"^(?P<source>[a-z]{2,3})-(?P<target>[a-z]{2,3})(?:_(?P<variant>\w+))?$")
-# Characters that Apertium's stream format reserves; each is sent backslash-escaped.
-_RESERVED = frozenset("\\^$/@[]<>{}")
-_UNKNOWN_MARKS = "*#@"
-# lrx-proc (lexical selection) reads an escaped caret as the start of a word and looks for its
-# closing "$": a "\\^" with no word after it swallows the request's NUL and the chain hangs.
-# Carets therefore travel as a private-use character, which every stage passes as a blank.
-_CARET_STAND_IN = "\ue000"
-
-
-class ApertiumUnavailable(ModelError):
-    """Apertium, one of its tools, or the language pair asked for is not installed."""
 
 
 class ApertiumError(RuntimeError):
@@ -67,278 +60,6 @@ class ApertiumError(RuntimeError):
 
 class ApertiumTimeout(ApertiumError):
     """A pipeline neither took input nor gave output for the timeout; it has been stopped."""
-
-
-@dataclass(frozen=True, slots=True)
-class Mode:
-    """One installed Apertium mode: a translation direction, maybe a regional variant."""
-
-    name: str
-    path: Path
-    source: str
-    target: str
-    variant: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ModeChain:
-    """How to translate ``source`` into ``target``: one mode, or two through a pivot."""
-
-    source: str
-    target: str
-    modes: tuple[Mode, ...]
-
-    @property
-    def mode_names(self) -> list[str]:
-        return [mode.name for mode in self.modes]
-
-
-def parse_mode(path: Path) -> Mode | None:
-    """The :class:`Mode` a ``*.mode`` file provides, or ``None`` when its name is not a plain
-    ``src-tgt[_variant]`` direction between languages of the table (e.g. ``eco-es-fr``)."""
-    match = _MODE_NAME.match(path.stem)
-    if match is None:
-        return None
-    try:
-        source = languages.by_apertium(match["source"]).code
-        target = languages.by_apertium(match["target"]).code
-    except languages.UnknownLanguage:
-        return None
-    return Mode(path.stem, path, source, target, match["variant"])
-
-
-def installed_modes(modes_dir: Path = MODES_DIR) -> list[Mode]:
-    """Every usable mode installed in ``modes_dir``, sorted by name."""
-    if not modes_dir.is_dir():
-        return []
-    parsed = (parse_mode(path) for path in sorted(modes_dir.glob("*.mode")))
-    return [mode for mode in parsed if mode is not None]
-
-
-def _best_modes(modes: Iterable[Mode]) -> dict[tuple[str, str], Mode]:
-    """One mode per direction: the plain one when installed, else the first variant."""
-    best: dict[tuple[str, str], Mode] = {}
-    for mode in modes:
-        key = (mode.source, mode.target)
-        current = best.get(key)
-        if current is None or (current.variant is not None and mode.variant is None):
-            best[key] = mode
-    return best
-
-
-def routes(modes_dir: Path = MODES_DIR, pivots: Sequence[str] = DEFAULT_PIVOTS) -> list[ModeChain]:
-    """Every direction the installed modes can translate: direct ones, then one-pivot chains
-    (``source -> pivot -> target``) for directions without a direct mode."""
-    direct = _best_modes(installed_modes(modes_dir))
-    found: dict[tuple[str, str], ModeChain] = {
-        key: ModeChain(key[0], key[1], (mode,)) for key, mode in sorted(direct.items())
-    }
-    for pivot in (languages.normalise(code) for code in pivots):
-        for (source, middle), first in sorted(direct.items()):
-            if middle != pivot:
-                continue
-            for (start, target), second in sorted(direct.items()):
-                if start != pivot or target == source or (source, target) in found:
-                    continue
-                found[(source, target)] = ModeChain(source, target, (first, second))
-    return list(found.values())
-
-
-def available_routes(
-    modes_dir: Path = MODES_DIR, pivots: Sequence[str] = DEFAULT_PIVOTS
-) -> list[tuple[str, str, list[str]]]:
-    """``(source, target, mode names)`` for every direction the installed modes allow."""
-    return [(route.source, route.target, route.mode_names) for route in routes(modes_dir, pivots)]
-
-
-def find_route(
-    source: str,
-    target: str,
-    modes_dir: Path = MODES_DIR,
-    pivots: Sequence[str] = DEFAULT_PIVOTS,
-) -> ModeChain:
-    """The route from ``source`` to ``target`` (codes in any form languages.normalise accepts).
-
-    Raises :class:`ApertiumUnavailable` when no installed mode or pivot chain connects them."""
-    src, tgt = languages.normalise(source), languages.normalise(target)
-    for route in routes(modes_dir, pivots):
-        if (route.source, route.target) == (src, tgt):
-            return route
-    have = ", ".join(f"{r.source}->{r.target}" for r in routes(modes_dir, pivots)) or "none"
-    raise ApertiumUnavailable(
-        f"no installed Apertium route {src}->{tgt} (installed: {have}); "
-        f"install a pair package such as apertium-{src}-{tgt}"
-    )
-
-
-def pipeline_stages(mode: Mode) -> list[list[str]]:
-    """The argv of each stage of ``mode``'s tool chain with null flush on every stage.
-
-    Uses ``apertium-wblank-mode -z``; ``$1`` (the generator's mark flag) becomes ``-n`` (no
-    unknown-word marks) and ``$2`` (the tagger's option) is dropped."""
-    tool = shutil.which("apertium-wblank-mode")
-    if tool is None:
-        raise ApertiumUnavailable(f"apertium-wblank-mode not found: {_TOOL_HINT}")
-    printed = subprocess.run(
-        [tool, "-z", str(mode.path)], capture_output=True, text=True, timeout=30, check=False
-    )
-    if printed.returncode != 0 or not printed.stdout.strip():
-        raise ApertiumUnavailable(
-            f"apertium-wblank-mode failed on {mode.path}: {printed.stderr.strip()}"
-        )
-    lexer = shlex.shlex(printed.stdout.strip(), posix=True, punctuation_chars="|&;<>()")
-    lexer.whitespace_split = True
-    stages: list[list[str]] = [[]]
-    for token in lexer:
-        if token == "|":
-            stages.append([])
-        elif token in {"&", "&&", "||", ";", "<", ">", ">>", "(", ")"}:
-            raise ApertiumUnavailable(f"mode {mode.name} is not a plain pipeline: {token!r}")
-        elif token == "$1":
-            stages[-1].append("-n")
-        elif token != "$2":
-            stages[-1].append(token)
-    for argv in stages:
-        if not argv:
-            raise ApertiumUnavailable(f"mode {mode.name} has an empty stage")
-        if shutil.which(argv[0]) is None:
-            raise ApertiumUnavailable(f"{argv[0]} (needed by mode {mode.name}) not found")
-    return stages
-
-
-def escape(text: str) -> str:
-    """``text`` as one request line of Apertium's stream format: whitespace and control
-    characters collapsed to single spaces, reserved characters backslash-escaped, ``~`` kept
-    as a superblank (Apertium has no escape for it), ``^`` sent as a stand-in character."""
-    flat = " ".join("".join(" " if _is_control(ch) else ch for ch in text).split())
-    out: list[str] = []
-    for ch in flat:
-        if ch == "^":
-            out.append(_CARET_STAND_IN)
-        elif ch == _CARET_STAND_IN:
-            continue
-        elif ch == "~":
-            out.append("[~]")
-        elif ch in _RESERVED:
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _is_control(ch: str) -> bool:
-    code = ord(ch)
-    return code < 0x20 or 0x7F <= code < 0xA0 or ch in "\u2028\u2029"
-
-
-def unescape(stream: str) -> str:
-    """Plain text from a chain's output: unescaped ``[`` and ``]`` (superblank brackets)
-    dropped, backslash escapes resolved, carets restored."""
-    out: list[str] = []
-    chars = iter(stream)
-    for ch in chars:
-        if ch == "\\":
-            out.append(next(chars, ""))
-        elif ch == _CARET_STAND_IN:
-            out.append("^")
-        elif ch not in "[]":
-            out.append(ch)
-    return "".join(out)
-
-
-_SPACE_BEFORE = re.compile(r"\s+([,.;:!?%…)\]}»”])")
-_SPACE_AFTER = re.compile(r"([(\[{¿¡«“])\s+")
-# French typography keeps a space before ; : ! ? » and after «.
-_SPACE_BEFORE_FR = re.compile(r"\s+([,.%…)\]}”])")
-_SPACE_AFTER_FR = re.compile(r"([(\[{“])\s+")
-
-
-def tidy(text: str, target: str) -> str:
-    """Collapse repeated spaces and remove spaces before closing punctuation (and after
-    opening punctuation), keeping French spacing for ``target == "fr"``."""
-    text = " ".join(text.split())
-    if target == "fr":
-        return _SPACE_AFTER_FR.sub(r"\1", _SPACE_BEFORE_FR.sub(r"\1", text))
-    return _SPACE_AFTER.sub(r"\1", _SPACE_BEFORE.sub(r"\1", text))
-
-
-def drop_unknown_marks(output: str, source: str) -> str:
-    """Remove Apertium's unknown-word marks (``*``, ``#``, ``@`` before a word).
-
-    The chains run with ``-n`` so marks should not appear; a mark character that also occurs
-    in the source text is kept, since there it is more likely the speaker's own."""
-    for mark in _UNKNOWN_MARKS:
-        if mark not in source and mark in output:
-            output = re.sub(rf"(?<!\w){re.escape(mark)}(?=\w)", "", output)
-    return output
-
-
-def match_initial_case(output: str, source: str) -> str:
-    """Upper-case the first letter of ``output`` when the source's first letter is upper-case
-    (Apertium sometimes moves the capital: ``She doesn't`` -> ``no Le gusta``)."""
-    first_src = next((ch for ch in source if ch.isalpha()), "")
-    for index, ch in enumerate(output):
-        if ch.isalpha():
-            if first_src.isupper() and ch.islower():
-                return output[:index] + ch.upper() + output[index + 1 :]
-            return output
-    return output
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’»)\]]*\s+")
-_OPENING = "\"'“‘«([—-– "
-
-
-def split_sentences(text: str) -> list[str]:
-    """``text`` cut after sentence-final punctuation (and any closing quotes) and a space."""
-    pieces: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        pieces.append(text[start : match.end()].strip())
-        start = match.end()
-    pieces.append(text[start:].strip())
-    return [piece for piece in pieces if piece]
-
-
-def pack_requests(text: str, max_chars: int = MAX_REQUEST_CHARS) -> list[str]:
-    """``text`` as few request lines of at most ``max_chars`` as whole sentences allow; a
-    sentence longer than that is cut at its last space before the limit (or at the limit).
-
-    Whole lines are faster than one request per sentence (one round trip instead of several)
-    and translate identically on FLORES-200, since Apertium's own stages work sentence by
-    sentence; the limit keeps each request's time and memory bounded."""
-    requests: list[str] = []
-    current = ""
-    for sentence in split_sentences(text):
-        while len(sentence) > max_chars:
-            cut = sentence.rfind(" ", 0, max_chars + 1)
-            cut = cut if cut > 0 else max_chars
-            head, sentence = sentence[:cut].strip(), sentence[cut:].strip()
-            if current:
-                requests.append(current)
-                current = ""
-            requests.append(head)
-        if current and len(current) + 1 + len(sentence) > max_chars:
-            requests.append(current)
-            current = ""
-        current = f"{current} {sentence}" if current else sentence
-    if current:
-        requests.append(current)
-    return requests
-
-
-def restore_inverted_marks(text: str) -> str:
-    """Spanish: put the opening ``¿``/``¡`` Apertium leaves out at the start of each sentence
-    that ends with ``?``/``!`` and has none."""
-    out: list[str] = []
-    for sentence in split_sentences(text):
-        end = sentence.rstrip("\"'”’»)]")
-        for closing, opening in (("?", "¿"), ("!", "¡")):
-            if end.endswith(closing) and opening not in sentence:
-                lead = len(sentence) - len(sentence.lstrip(_OPENING))
-                sentence = sentence[:lead] + opening + sentence[lead:]
-        out.append(sentence)
-    return " ".join(out)
 
 
 class _PipelineDied(Exception):
@@ -547,7 +268,7 @@ class ApertiumTranslator:
         Long text goes in requests of whole sentences up to ``MAX_REQUEST_CHARS``. Returns ``""``
         for text without words. Raises :class:`ApertiumTimeout` or :class:`ApertiumError` when
         a pipeline fails (after one restart)."""
-        flat = " ".join("".join(" " if _is_control(ch) else ch for ch in text).split())
+        flat = flatten(text)
         return " ".join(
             out for request in pack_requests(flat) if (out := self._translate_request(request))
         )

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from engine import languages
-from models.apertium import split_sentences
+from models.apertium_text import split_sentences
 from models.catalog import ModelError
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from engine.translation.backends import PooledTranslator, TargetPlan, Translator
 from engine.translation.routes import Backend, RouteTable, TranslationRoute
 from engine.workers import Workers
-from models.apertium import ApertiumBackend, available_routes
+from models.apertium import ApertiumBackend
+from models.apertium_modes import available_routes
 from models.catalog import ModelError
 from models.ct2_translator import CT2Model, inspect_model
 from models.route_quality import measured_quality

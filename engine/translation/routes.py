@@ -2,7 +2,7 @@
 
 Computed once at start-up from what is installed and configured:
 
-- Apertium directions (:func:`models.apertium.available_routes`, pivot chains included);
+- Apertium directions (:func:`models.apertium_modes.available_routes`, pivot chains included);
 - the user's CTranslate2 models, ``{"en-de": "/path"}`` for one direction or ``{"*": "/path"}``
   for an NLLB/M2M100 model that covers every pair of the languages it knows;
 - speech translation into English by Whisper (``task="translate"``) for every source language
@@ -165,7 +165,7 @@ class RouteTable:
         measured: Mapping[tuple[str, str, str], Quality] | None = None,
     ) -> RouteTable:
         """The table for what is installed: ``apertium`` as
-        :func:`models.apertium.available_routes` returns it, ``ct2`` the user's models
+        :func:`models.apertium_modes.available_routes` returns it, ``ct2`` the user's models
         (``{"en-de": path}`` or ``{"*": path}``) with ``ct2_languages`` giving the languages
         of each model path, ``whisper_translate`` the multilingual Whisper model that
         translates speech into English (``"base"``; ``None``: off). ``problems``: configured

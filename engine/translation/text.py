@@ -44,7 +44,7 @@ def stabilise(
 PLACEHOLDER_BASE = 0xE100
 """Glossary placeholders are private-use characters U+E100-U+E1FF. Apertium passes them through
 unchanged as blanks (checked on eng-spa and the eng-spa+es-fr chain); U+E000 is avoided since
-models.apertium uses it for carets."""
+models.apertium_text uses it for carets."""
 _MAX_PLACEHOLDERS = 256
 _ANY_PLACEHOLDER = re.compile(f"[{chr(PLACEHOLDER_BASE)}-{chr(PLACEHOLDER_BASE + 255)}]")
 

@@ -20,18 +20,22 @@ from hypothesis import strategies as st
 
 from engine import languages
 from models.apertium import (
-    MAX_REQUEST_CHARS,
     ApertiumError,
     ApertiumTimeout,
     ApertiumTranslator,
+    ModePipeline,
+)
+from models.apertium_modes import (
     ApertiumUnavailable,
     Mode,
-    ModePipeline,
     available_routes,
-    drop_unknown_marks,
-    escape,
     find_route,
     installed_modes,
+)
+from models.apertium_text import (
+    MAX_REQUEST_CHARS,
+    drop_unknown_marks,
+    escape,
     pack_requests,
     restore_inverted_marks,
     tidy,

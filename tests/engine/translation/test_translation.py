@@ -343,7 +343,7 @@ def test_the_default_final_route_is_the_best_measured_one() -> None:
 
 
 def test_route_table_of_installed_apertium_without_whisper() -> None:
-    from models.apertium import available_routes
+    from models.apertium_modes import available_routes
 
     table = RouteTable.build(apertium=available_routes())
     route = table.lookup("en", "es")
