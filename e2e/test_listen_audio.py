@@ -289,6 +289,30 @@ def test_volume_and_mute(player_page: Page) -> None:
 # ---------------------------------------------------------------- the listener page
 
 
+# Where the notice of skipped sentences lies once it has moved into place: the visible
+# controls it covers (it must cover none, the Ask button included) and whether it lies within
+# the captions panel.
+NOTICE_PLACE = """
+async () => {
+  const notice = document.getElementById('audio-notice');
+  await Promise.all(notice.getAnimations().map((animation) => animation.finished));
+  const box = notice.getBoundingClientRect();
+  const panel = document.querySelector('.listen-captions').getBoundingClientRect();
+  const overlaps = (r) =>
+    r.left < box.right && box.left < r.right && r.top < box.bottom && box.top < r.bottom;
+  const controls = document.querySelectorAll('button, select, input, summary, a[href], textarea');
+  const covered = [...controls]
+    .filter((control) => control.checkVisibility() && overlaps(control.getBoundingClientRect()))
+    .map((control) => control.id || control.textContent.trim() || control.tagName);
+  return {
+    covered,
+    inCaptions: box.top >= panel.top && box.bottom <= panel.bottom,
+    shown: box.height > 0 && getComputedStyle(notice).opacity === '1',
+  };
+}
+"""
+
+
 def audio_stats(page: Page) -> dict[str, Any]:
     """The page's window.interpAudio."""
     result: dict[str, Any] = page.evaluate("() => JSON.parse(JSON.stringify(window.interpAudio))")
@@ -389,6 +413,9 @@ def test_listener_turns_on_audio_and_plays_what_arrives(
         notice = page.locator("#audio-notice")
         expect(notice).to_have_text("Skipped 2 sentences to catch up with the speaker.")
         expect(notice).to_have_attribute("role", "status")
+        expect(page.locator("#ask-panel summary")).to_be_visible()
+        place = page.evaluate(NOTICE_PLACE)
+        assert place == {"covered": [], "inCaptions": True, "shown": True}, place
         page.wait_for_function("() => window.interpAudio.playing")
         expect(page.locator("#audio-status")).to_contain_text("Speaking")
         expect(page.locator("#audio-voice")).to_have_text("Natural voice")

@@ -111,6 +111,17 @@ def test_presenter_streams_a_recording_into_live_captions(
     expect(page.locator("#start-button")).to_be_enabled()
     expect(page.locator("#error")).to_be_hidden()
 
+    # "Copy link" puts the listener link on the clipboard and says so. (A grant for an origin
+    # replaces what the context granted it, so the conftest's local-network-access goes too.)
+    page.context.grant_permissions(
+        ["clipboard-read", "clipboard-write", "local-network-access"], origin=live_server
+    )
+    page.click("#copy-link")
+    expect(page.locator("#copy-link")).to_have_text("Copied")
+    copied = page.evaluate("() => navigator.clipboard.readText()")
+    assert copied == page.eval_on_selector("#listen-link", "a => a.href")
+    assert re.search(r"/s/[A-Za-z0-9]{6}$", copied), copied
+
     # 2. Stream the recording.
     page.evaluate(CAPTION_RECORDER)
     page.click("#start-button")

@@ -31,6 +31,7 @@
 // audioSeconds, segments, timing}], errors}; `window.interpAudio` the player's counters.
 
 import { AudioPlayer, audioSupported } from './audio-player.js';
+import { copyText } from './copy-text.js';
 import { ListenerSocket } from './listener-socket.js';
 import { MicCapture, TARGET_RATE } from './mic-capture.js';
 import { PresenterSocket } from './presenter-socket.js';
@@ -416,20 +417,6 @@ function exportTranscript() {
   link.click();
   link.remove();
   window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
-async function copyText(text, button) {
-  const original = button.textContent;
-  try {
-    await navigator.clipboard.writeText(text);
-    button.textContent = 'Copied';
-  } catch (error) {
-    console.warn('clipboard unavailable', error);
-    window.prompt('Copy this link:', text);
-  }
-  window.setTimeout(() => {
-    button.textContent = original;
-  }, 1500);
 }
 
 // ---------------------------------------------------------------- session
