@@ -30,6 +30,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from engine import terms as term_list
+from engine.delivery.redis_connection import REDIS_ERRORS
 from engine.delivery.redis_keys import SESSION_PARTS, SESSIONS_INDEX, id_key, session_key
 from engine.events import Caption, SessionState, Speaker
 from engine.store.base import (
@@ -145,7 +146,7 @@ def connect_sync(url: str, retries: int = 10) -> redis.Redis:
         socket_connect_timeout=2.0,
         socket_timeout=5.0,
         retry=Retry(ExponentialBackoff(cap=2.0, base=0.1), retries),
-        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        retry_on_error=list(REDIS_ERRORS),
     )
 
 
@@ -283,7 +284,7 @@ class RedisSessionStore:
                 pipe.zrem(SESSIONS_INDEX, code)
                 pipe.execute()
             return len(codes)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except REDIS_ERRORS as exc:
             log.warning("could not purge expired sessions: Redis unavailable (%s)", exc)
             return 0
 
