@@ -312,6 +312,16 @@ async () => {
 }
 """
 
+# The notice lies just below the captions panel's top edge (within a pixel of half a rem).
+NOTICE_FOLLOWS = """
+() => {
+  const notice = document.getElementById('audio-notice').getBoundingClientRect();
+  const panel = document.querySelector('.listen-captions').getBoundingClientRect();
+  const gap = notice.top - panel.top;
+  return gap > 0 && gap < 12;
+}
+"""
+
 
 def audio_stats(page: Page) -> dict[str, Any]:
     """The page's window.interpAudio."""
@@ -416,6 +426,14 @@ def test_listener_turns_on_audio_and_plays_what_arrives(
         expect(page.locator("#ask-panel summary")).to_be_visible()
         place = page.evaluate(NOTICE_PLACE)
         assert place == {"covered": [], "inCaptions": True, "shown": True}, place
+        # The phone turned while the notice shows: it follows the captions' new top.
+        portrait = page.viewport_size
+        assert portrait is not None
+        page.set_viewport_size({"width": portrait["height"], "height": portrait["width"]})
+        page.wait_for_function(NOTICE_FOLLOWS, timeout=2_000)
+        place = page.evaluate(NOTICE_PLACE)  # (a landscape phone's captions may be shorter)
+        assert place["covered"] == [] and place["shown"], place
+        page.set_viewport_size(portrait)
         page.wait_for_function("() => window.interpAudio.playing")
         expect(page.locator("#audio-status")).to_contain_text("Speaking")
         expect(page.locator("#audio-voice")).to_have_text("Natural voice")

@@ -102,6 +102,10 @@ export class ListenerAudio {
     document.addEventListener('visibilitychange', () => {
       if (document.visibilityState === 'visible') this.player.wake();
     });
+    // A phone turned while the notice shows: it follows the captions' new top.
+    window.addEventListener('resize', () => {
+      if ('shown' in el.notice.dataset) this.#placeNotice();
+    });
     this.setAudioOnly(!el.panel.hidden && loadPreference('listen.audioOnly') === '1', false);
     this.render();
   }
@@ -247,13 +251,18 @@ export class ListenerAudio {
     const notice = this.el.notice;
     this.stats.skippedAnnounced += count;
     notice.textContent = skippedText(count);
-    const top = this.el.captionsPanel.getBoundingClientRect().top;
-    notice.style.setProperty('--notice-top', `${Math.round(top)}px`); // CSSOM: allowed by the CSP
+    this.#placeNotice();
     notice.dataset.shown = '';
     window.clearTimeout(this.noticeTimer);
     this.noticeTimer = window.setTimeout(() => {
       delete notice.dataset.shown;
       notice.textContent = '';
     }, SKIP_NOTICE_MS);
+  }
+
+  /** The notice's place: just below the captions panel's top edge. */
+  #placeNotice() {
+    const top = this.el.captionsPanel.getBoundingClientRect().top;
+    this.el.notice.style.setProperty('--notice-top', `${Math.round(top)}px`); // CSSOM: allowed by the CSP
   }
 }
