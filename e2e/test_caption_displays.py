@@ -253,3 +253,28 @@ def test_display_parameters_are_checked(background: Background) -> None:
             bad = client.get(f"{base}/overlay?{query}")
             assert bad.status_code == 400 and problem in bad.text, (query, bad.text)
         assert (client.get(f"{server.url}/s/ZZZZ22/screen")).status_code == 404
+
+
+def test_a_private_sessions_listener_gets_its_languages_once_unlocked(
+    browser: Browser, background: Background
+) -> None:
+    created = background.create(
+        title="Board", listener_passcode="tulip 42", target_languages=["es"]
+    )
+    log = ConsoleLog()
+    phone = open_page(browser, log, viewport={"width": 390, "height": 844}, is_mobile=True)
+    phone.goto(f"{background.server.url}/s/{created['code']}?lang=es")
+    phone.fill("#passcode", "tulip 42")
+    phone.click("#passcode-form button")
+    phone.wait_for_function("() => window.interpStats.connected")
+    # What the page could not offer before the passcode, and the link's language chosen.
+    options = phone.eval_on_selector_all(
+        "#language option", "els => els.map((el) => [el.value, el.lang])"
+    )
+    assert options == [["en", "en"], ["es", "es"]]
+    assert phone.locator("#language").is_enabled()
+    assert phone.input_value("#language") == "es"
+    assert phone.evaluate("() => window.interpStats.lang") == "es"
+    phone.context.close()
+    unexpected = [e for e in log.errors if "401" not in e]
+    assert unexpected == [], unexpected

@@ -72,6 +72,10 @@ class Audience:
         return audience, float(data["t"])
 
 
+NOBODY = Audience()
+"""No listeners at all."""
+
+
 class SharedAudience:
     """This node's audience of each session it serves, published, and the other nodes',
     read (policies above).
@@ -120,19 +124,23 @@ class SharedAudience:
             language_counts(fanout.listeners_by_language(code)),
         )
 
+    def _others(self, code: str) -> Audience:
+        """The other nodes' audience of ``code`` (nobody until one is read)."""
+        return self._remote.get(code, NOBODY)
+
     def listener_count(self, code: str) -> int:
-        return self._fanout.listener_count(code) + self._remote.get(code, Audience()).count
+        return self._fanout.listener_count(code) + self._others(code).count
 
     def listeners_by_language(self, code: str) -> Mapping[str, int]:
         counts = self._fanout.listeners_by_language(code)
-        counts.update(dict(self._remote.get(code, Audience()).by_language))
+        counts.update(dict(self._others(code).by_language))
         return counts
 
     def wanted_languages(self, code: str) -> frozenset[str]:
-        return self._fanout.wanted_languages(code) | self._remote.get(code, Audience()).langs
+        return self._fanout.wanted_languages(code) | self._others(code).langs
 
     def wanted_speech(self, code: str) -> frozenset[str]:
-        return self._fanout.wanted_speech(code) | self._remote.get(code, Audience()).speech
+        return self._fanout.wanted_speech(code) | self._others(code).speech
 
     # --- sessions and lifecycle -------------------------------------------------------------
 
@@ -210,14 +218,14 @@ class SharedAudience:
         tables = [r for r in replies if isinstance(r, dict)]
         changed = []
         for code, table in zip(codes, tables, strict=True):
-            remote = Audience()
+            remote = NOBODY
             for node, value in table.items():
                 if node.decode() == self.node:
                     continue
                 audience, at = Audience.from_json(value)
                 if now - at <= self.stale_s:
                     remote = remote | audience
-            if code in self._fanout and remote != self._remote.get(code, Audience()):
+            if code in self._fanout and remote != self._others(code):
                 self._remote[code] = remote
                 changed.append(code)
         for code in changed:

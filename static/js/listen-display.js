@@ -90,14 +90,14 @@ export class ListenerDisplay {
     this.#initMenus();
   }
 
-  /** Offer `codes` (a private session's, once unlocked), named by `names`. */
-  offer(codes, names) {
-    this.el.language.replaceChildren(...codes.map((code) => {
-      const option = new Option(names[code] || code, code);
+  /** Offer `offered` ([{code, name}], a private session's once unlocked). */
+  offer(offered) {
+    this.el.language.replaceChildren(...offered.map(({ code, name }) => {
+      const option = new Option(name, code);
       option.lang = code;
       return option;
     }));
-    this.el.language.disabled = codes.length < 2;
+    this.el.language.disabled = offered.length < 2;
   }
 
   /** Show the chosen language (and the bilingual option, for a translation). */

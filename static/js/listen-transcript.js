@@ -4,6 +4,7 @@
 // token and saves what came (./private-gate.js).
 
 import { saveWithToken } from './private-gate.js';
+import { pointTranscriptLinks } from './transcript-links.js';
 
 /** The transcript links of templates/listen.html, and where the menu names their language. */
 export function transcriptElements(doc) {
@@ -32,12 +33,7 @@ export class TranscriptLinks {
   /** Point every link at the transcript in `lang`, named `name`. */
   show(lang, name) {
     this.languageLabel.textContent = name;
-    for (const link of this.links) {
-      const format = link.dataset.format;
-      const query = new URLSearchParams({ lang, format });
-      link.href = `/api/sessions/${encodeURIComponent(this.code)}/transcript?${query}`;
-      link.download = `${this.code}-${lang}.${format}`;
-    }
+    pointTranscriptLinks(this.links, this.code, lang);
   }
 
   async #download(event) {

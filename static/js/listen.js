@@ -50,10 +50,10 @@ const stats = {
   duplicateFinals: 0,
   state: root.dataset.state,
   listeners: null,
-  lang: languages.lang,
   wakeLock: 'off', // off | held | released | refused | unsupported (live, see below)
   lastClose: null,
 };
+Object.defineProperty(stats, 'lang', { get: () => languages.lang, enumerable: true });
 window.interpStats = stats;
 
 const captionBox = byId('captions');
@@ -118,7 +118,6 @@ function renderLanguage() {
 
 function setLanguage(next) {
   if (!languages.choose(next)) return;
-  stats.lang = languages.lang;
   savePreference('listen.lang', languages.lang);
   captions.show(languages.lang, display.bilingual);
   connection.setLanguage(languages.lang);
@@ -139,9 +138,10 @@ function applyFacts(facts) {
   document.title = `${facts.title} · live captions`;
   root.dataset.sourceLanguage = facts.source_language;
   captions.source = facts.source_language;
-  display.offer(facts.languages, facts.language_names || {});
-  languages.offer(offeredIn(byId('language')), facts.source_language, wantedLanguages());
-  stats.lang = languages.lang;
+  const names = facts.language_names || {};
+  const offered = facts.languages.map((lang) => ({ code: lang, name: names[lang] || lang }));
+  display.offer(offered);
+  languages.offer(offered, facts.source_language, wantedLanguages());
   stats.state = facts.state;
 }
 

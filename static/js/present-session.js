@@ -5,6 +5,7 @@
 
 import { whoAmI } from './console-panel.js';
 import { canStop } from './present-state.js';
+import { sessionFacts } from './private-gate.js';
 
 // While no stream is open the console has no socket to hear joins and leaves on, so it asks
 // GET /api/sessions/{code} this often (only while the tab is visible).
@@ -49,11 +50,7 @@ export class SessionControls {
   async refreshFacts() {
     let facts;
     try {
-      const headers = { Accept: 'application/json' };
-      if (this.token) headers.Authorization = `Bearer ${this.token}`;
-      const response = await fetch(`/api/sessions/${encodeURIComponent(this.code)}`, { headers });
-      if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
-      facts = await response.json();
+      facts = await sessionFacts(this.code, this.token);
     } catch (error) {
       console.warn('cannot read the session facts', error);
       return;

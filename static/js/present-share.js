@@ -9,6 +9,7 @@ import {
 } from './console-access.js';
 import { copyText } from './copy-text.js';
 import { audienceText } from './present-state.js';
+import { pointTranscriptLinks } from './transcript-links.js';
 
 export class SharePanel {
   /**
@@ -79,11 +80,7 @@ export class SharePanel {
   /** The transcript links for the language chosen (the source language at first). */
   renderTranscriptLinks() {
     const lang = this.ui.transcriptLang.value || this.language;
-    for (const link of this.ui.transcriptLinks) {
-      const query = new URLSearchParams({ lang, format: link.dataset.format });
-      link.href = `/api/sessions/${encodeURIComponent(this.code)}/transcript?${query}`;
-      link.download = `${this.code}-${lang}.${link.dataset.format}`;
-    }
+    pointTranscriptLinks(this.ui.transcriptLinks, this.code, lang);
   }
 
   /** A new editor's link (POST .../editors), copied. */
