@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, expect
 
 from e2e.conftest import Background, ConsoleLog, open_page
 from engine.events import Caption, Speaker
@@ -264,6 +264,9 @@ def test_a_private_sessions_listener_gets_its_languages_once_unlocked(
     log = ConsoleLog()
     phone = open_page(browser, log, viewport={"width": 390, "height": 844}, is_mobile=True)
     phone.goto(f"{background.server.url}/s/{created['code']}?lang=es")
+    # Before the passcode the pill says what the page knows, in the page's words.
+    phone.wait_for_selector("#passcode-form:not([hidden])")
+    expect(phone.locator("#state-text")).to_have_text("Private")
     phone.fill("#passcode", "tulip 42")
     phone.click("#passcode-form button")
     phone.wait_for_function("() => window.interpStats.connected")

@@ -65,8 +65,8 @@ def test_the_pill_shows_connection_trouble_until_the_session_ends(module: Page) 
         "failed": {"shown": "failed", "text": "Disconnected"},
         "closedAfterEnd": {"shown": "ended", "text": "Ended"},
         "failedAfterEnd": {"shown": "ended", "text": "Ended"},
-        # A state this page has no words for (the template's "private") is shown as it is.
-        "private": {"shown": "private", "text": "private"},
+        # A private session before its passcode says what the template says.
+        "private": {"shown": "private", "text": "Private"},
     }
     known = evaluate(
         module, "return ['waiting', 'live', 'paused', 'ended', 'private'].map(S.isSessionState);"

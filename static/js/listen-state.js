@@ -5,6 +5,9 @@
 // real Chromium (e2e/test_listen_state.py).
 
 const STATE_TEXT = { waiting: 'Waiting', live: 'Live', paused: 'Paused', ended: 'Ended' };
+// The pill's words: the session's states, and the page's own state before a private session's
+// passcode (the template's "private", which says the same).
+const PILL_TEXT = { ...STATE_TEXT, private: 'Private' };
 const CONNECTION_TEXT = { reconnecting: 'Reconnecting…', offline: 'Offline', failed: 'Disconnected' };
 const EMPTY_TEXT = {
   waiting: 'The session has not started yet. Captions appear here as soon as the presenter speaks.',
@@ -27,7 +30,7 @@ export function isSessionState(state) {
  */
 export function statusPill(state, connection) {
   const trouble = state !== 'ended' && CONNECTION_TEXT[connection];
-  return { shown: trouble ? connection : state, text: trouble || STATE_TEXT[state] || state };
+  return { shown: trouble ? connection : state, text: trouble || PILL_TEXT[state] || state };
 }
 
 /** What the caption box says before its first line. */
