@@ -4,8 +4,8 @@ Both apply the presenter's glossary (engine/translation/text.py): a text backend
 placeholders through gets the terms protected, any other has them substituted before and
 after; a speech decode is given the terms as hint text, with the words a person's correction
 brought, and the previous translation as its prompt (engine/translation/prompted.py). The
-stage's drafts (engine/translation/drafts.py) and finals (engine/translation/stage.py) call
-them alike.
+stage's drafts (engine/translation/drafts.py), finals (engine/translation/finals.py) and
+re-makes (engine/translation/corrections.py) call them alike.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ drafts, sources and jobs it holds (engine/translation/stage.py, module docstring
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ import numpy as np
 from engine.events import Caption
 from engine.translation.backends import TargetPlan
 from engine.translation.sentences import Sentence
+
+log = logging.getLogger(__name__)
 
 COVERED_KEPT = 512
 """Covered source segments a lane remembers; older ones count as covered."""
@@ -154,3 +157,10 @@ class Lane:
         if segment in self.covered:
             return True
         return len(self.covered) >= COVERED_KEPT and segment < next(iter(self.covered))
+
+
+def log_crash(task: asyncio.Future[None]) -> None:
+    """Done callback of a lane's tasks (its drafts, finals, re-makes, gap notice): a crash
+    is logged."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("translation task crashed", exc_info=task.exception())

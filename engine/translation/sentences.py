@@ -5,9 +5,10 @@ as a fragment. :class:`SentenceAssembler` gathers a stream's source finals, in o
 open sentence and closes it at sentence-ending punctuation in the refined source (the
 recogniser keeps it only where the speech paused: engine/recognition/punctuation.py; rules
 for speech routes wait for a longer pause: ``close_at_mark``), at the length cap (a run-on
-speaker still gets finals), and, through the translation stage's timer, at a long pause
-(nothing of the speaker for ``pause_s`` after its last final, or the next speech beginning
-well after it) or the end of the stream. Pure bookkeeping, no I/O.
+speaker still gets finals), and, through the translation stage's timer
+(engine/translation/open_sentences.py), at a long pause (nothing of the speaker for
+``pause_s`` after its last final, or the next speech beginning well after it) or the end of
+the stream. Pure bookkeeping, no I/O.
 
 The next speech may come before the final: with a slow refine (Whisper base), a draft of the
 segment after it often arrives first, and the VAD has heard more still. The assembler
