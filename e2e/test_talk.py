@@ -9,9 +9,10 @@ partner's side, holding the button. Each turn must be recognised, translated int
 language and spoken there (audio received and played on the phone, `window.interpAudio`), on
 the phone that spoke it and on the other one. A second test turns on automatic detection and
 checks that the server hears English on the English phone and Spanish on the Spanish one, and
-puts each turn on the right side. The face-to-face picture of the README is the Spanish
-phone's after its turn: ``INTERP_README_SCREENSHOTS=1 ./scripts/test e2e/test_talk.py``
-refreshes it.
+puts each turn on the right side. Another keeps the options on the phone (shown alike on the
+setup screen and in More) and ends a conversation from More. The face-to-face picture of the
+README is the Spanish phone's after its turn:
+``INTERP_README_SCREENSHOTS=1 ./scripts/test e2e/test_talk.py`` refreshes it.
 
 Chromium runs without `--autoplay-policy=no-user-gesture-required`: sound starts from the tap
 on "Start conversation", as on a phone.
@@ -386,3 +387,48 @@ def test_a_link_to_a_missing_or_ended_conversation_says_so(
         page.context.close()
     # Chromium logs the 404 of the session lookup itself; nothing else may fail.
     assert [e for e in log.errors if "404" not in e] == [], log.errors
+
+
+def test_the_options_stay_on_the_phone_and_a_new_conversation_ends_this_one(
+    english_phone: Browser, live_server: str, artifacts_dir: Path
+) -> None:
+    log = ConsoleLog()
+    page = open_page(english_phone, log, **PHONE)
+    try:
+        # ---- the options: each kept on this device, and shown alike on setup and in More
+        page.goto(f"{live_server}/talk")
+        expect(page.locator("#opt-speak")).to_be_checked()  # spoken aloud unless turned off
+        expect(page.locator("#opt-hold")).not_to_be_checked()
+        page.locator("#opt-hold").check()
+        page.reload()
+        expect(page.locator("#opt-hold")).to_be_checked()
+        assert talk_stats(page)["hold"] is True
+        start_conversation(page)
+        code = talk_stats(page)["code"]
+        expect(page.get_by_role("button", name=re.compile("Hold to talk"))).to_be_visible()
+        page.locator("#talk-menu > summary").click()
+        expect(page.locator("#menu-hold")).to_be_checked()
+        expect(page.locator("#menu-speak")).to_be_checked()
+        page.locator("#menu-speak").uncheck()
+        expect(page.locator("#opt-speak")).not_to_be_checked()
+        assert talk_stats(page)["speak"] is False
+        assert page.evaluate("() => localStorage.getItem('interp.talk.speak')") == "0"
+        page.locator("#talk-menu > summary").click()
+        page.locator("#talk-facing").click()
+        expect(page.locator("#talk-facing")).to_have_attribute("aria-pressed", "true")
+        expect(page.locator("#talk")).to_have_attribute("data-facing", "1")
+
+        # ---- More -> "End and start a new conversation" ends it for everyone
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.locator("#talk-menu > summary").click()
+        page.locator("#new-conversation").click()
+        page.wait_for_url(f"{live_server}/talk")
+        expect(page.locator("#begin")).to_have_text("Start conversation")
+        facts = httpx.get(f"{live_server}/api/sessions/{code}", timeout=10).json()
+        assert facts["state"] == "ended", facts
+        assert talk_stats(page)["speak"] is False and talk_stats(page)["facing"] is True
+        assert talk_stats(page)["errors"] == []
+    finally:
+        log.write(artifacts_dir / "talk-options-console.txt")
+        page.context.close()
+    assert log.errors == [], log.errors

@@ -1,12 +1,14 @@
-"""Traveller mode's pure state (static/js/talk-state.js, talk-languages.js), unit-tested in
-real Chromium.
+"""Traveller mode's pure state (static/js/talk-state.js, talk-audio-state.js,
+talk-page-state.js, talk-languages.js), unit-tested in real Chromium.
 
 The modules have no DOM and no clock: each test imports them into a blank page, drives a
 conversation with scripted caption events, and checks the rules of talk-state.js's header:
 which turn owns each segment, repeats and replays, sentence finals that cover several
-segments, automatic detection, the spoken translation held while someone talks, and what the
-setup screen says of a pair. The whole page, with the server and a microphone, is
-e2e/test_talk.py. No server or model is needed: static/ is served as is.
+segments, automatic detection; the spoken translation held while someone talks
+(talk-audio-state.js); the page's counters, options kept on this device, words for a failure,
+continue link and export (talk-page-state.js); and what the setup screen says of a pair. The
+whole page, with the server and a microphone, is e2e/test_talk.py. No server or model is
+needed: static/ is served as is.
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def module(page: Page, static_server: str) -> Page:
-    """A blank page with talk-state.js as ``window.T`` and talk-languages.js as ``window.L``."""
+    """A blank page with talk-state.js as ``window.T``, talk-audio-state.js as ``window.A``,
+    talk-page-state.js as ``window.P`` and talk-languages.js as ``window.L``."""
     page.goto(f"{static_server}/static/favicon.svg")
     page.evaluate(
         """async () => {
           window.T = await import('/static/js/talk-state.js');
+          window.A = await import('/static/js/talk-audio-state.js');
+          window.P = await import('/static/js/talk-page-state.js');
           window.L = await import('/static/js/talk-languages.js');
           window.seqNo = 0;
           window.cap = (segment, lang, source, state, text, extra = {}) => ({
@@ -249,7 +254,7 @@ def test_audio_held_while_someone_talks_keeps_the_newest_and_plays_only_that_tur
     result = evaluate(
         module,
         """
-        const held = new T.HeldAudio(30);
+        const held = new A.HeldAudio(A.HELD_MAX_SECONDS);
         const mine = { id: 2 };
         const earlier = { id: 1 };
         const dropped = [
@@ -311,3 +316,161 @@ def test_the_setup_screen_says_why_a_pair_cannot_talk(module: Page) -> None:
     assert said["summary"] == (
         "English ↔ Spanish: translated both ways; no voice here for Spanish, so it is shown only."
     )
+
+
+def test_a_chunk_plays_for_its_samples_at_its_rate(module: Page) -> None:
+    seconds = evaluate(
+        module,
+        """
+        const pcm = new ArrayBuffer(48000); // 24000 samples of 16 bits
+        return [
+          A.chunkSeconds({ sample_rate: 24000 }, pcm),
+          A.chunkSeconds({ sample_rate: '48000' }, pcm),
+          A.chunkSeconds({}, pcm), // no rate: 16 kHz
+        ];
+        """,
+    )
+    assert seconds == [1, 0.5, 1.5]
+
+
+def test_a_new_page_reports_nothing_done_and_each_its_own_counters(module: Page) -> None:
+    result = evaluate(
+        module,
+        """
+        const first = P.newStats();
+        const second = P.newStats();
+        first.turns.push({ id: 1 });
+        first.sockets.a = 'open';
+        first.langs.a = 'en';
+        return { first, second };
+        """,
+    )
+    assert result["second"] == {
+        "phase": "setup",
+        "code": None,
+        "langs": {"a": None, "b": None},
+        "hold": False,
+        "auto": False,
+        "facing": False,
+        "speak": True,
+        "state": "idle",
+        "canTalk": False,
+        "turns": [],
+        "errors": [],
+        "sockets": {"a": "closed", "b": "closed"},
+        "unmatchedAudio": 0,
+        "audioNotPlayed": 0,
+    }
+    assert result["first"]["turns"] == [{"id": 1}]
+
+
+def test_options_kept_on_this_device_speak_aloud_unless_turned_off(module: Page) -> None:
+    result = evaluate(
+        module,
+        """
+        const out = {};
+        for (const name of P.OPTIONS) {
+          out[name] = [null, '1', '0', 'junk'].map((saved) => P.optionFromPreference(name, saved));
+        }
+        return { out, kept: [P.preferenceOf(true), P.preferenceOf(false)] };
+        """,
+    )
+    assert result["out"] == {
+        "hold": [False, True, False, False],
+        "auto": [False, True, False, False],
+        "facing": [False, True, False, False],
+        "speak": [True, True, False, True],
+    }
+    assert result["kept"] == ["1", "0"]
+
+
+def test_the_page_state_follows_the_turn_being_spoken(module: Page) -> None:
+    states = evaluate(
+        module,
+        """
+        return [null, 'connecting', 'recording', 'finishing'].map(
+          (state) => P.speakingState(state === null ? null : { turn: { state } }),
+        );
+        """,
+    )
+    assert states == ["idle", "connecting", "recording", "recording"]
+
+
+def test_failures_and_refusals_are_said_in_words(module: Page) -> None:
+    said = evaluate(
+        module,
+        """
+        const named = (name) => Object.assign(new Error('raw'), { name });
+        return {
+          blocked: P.describeError(named('NotAllowedError')),
+          missing: P.describeError(named('NotFoundError')),
+          busy: P.describeError(named('NotReadableError')),
+          other: P.describeError(new Error('The server refused: 503')),
+          plain: P.describeError('boom'),
+          gone: P.refusalText({ code: 1008, reason: 'unknown session' }),
+          reason: P.refusalText({ code: 1011, reason: 'overloaded' }),
+          code: P.refusalText({ code: 1006, reason: '' }),
+          server: P.serverProblem({ type: 'error', message: 'Too many streams.' }),
+          silent: P.serverProblem({ type: 'error' }),
+        };
+        """,
+    )
+    assert said == {
+        "blocked": (
+            "Microphone access was blocked. Allow it in the browser’s site settings and tap again."
+        ),
+        "missing": "No microphone was found.",
+        "busy": "The microphone is in use by another application or could not be opened.",
+        "other": "The server refused: 503",
+        "plain": "boom",
+        "gone": "This conversation is not available any more.",
+        "reason": "The server refused the connection: overloaded",
+        "code": "The server refused the connection: 1006",
+        "server": "Too many streams.",
+        "silent": "The server reported a problem.",
+    }
+
+
+def test_the_continue_link_carries_the_token_in_its_fragment_only(module: Page) -> None:
+    result = evaluate(
+        module,
+        """
+        const link = P.continueLink('https://interp.example', 'ABC234', 'a+b/c=');
+        const url = new URL(link);
+        return {
+          link,
+          path: P.talkPath('AB C'),
+          search: url.search,
+          token: P.tokenFromFragment(url.hash),
+          none: [P.tokenFromFragment(''), P.tokenFromFragment('#other=1')],
+          langs: P.languagesOf({ source_language: 'en', target_languages: ['es', 'fr'] }),
+          alone: P.languagesOf({ source_language: 'en', target_languages: [] }),
+        };
+        """,
+    )
+    assert result["link"] == "https://interp.example/talk?code=ABC234#token=a%2Bb%2Fc%3D"
+    assert result["path"] == "/talk?code=AB%20C"
+    assert result["search"] == "?code=ABC234"
+    assert result["token"] == "a+b/c="
+    assert result["none"] == [None, None]
+    assert result["langs"] == {"a": "en", "b": "es"}
+    assert result["alone"] == {"a": "en", "b": None}
+
+
+def test_the_exported_transcript_is_dated_and_named_after_the_conversation(module: Page) -> None:
+    result = evaluate(
+        module,
+        """
+        const iso = '2026-12-06T09:05:59.123Z';
+        return [
+          P.transcriptDate(iso),
+          P.transcriptFileName('ABC234', iso),
+          P.transcriptFileName(null, iso),
+        ];
+        """,
+    )
+    assert result == [
+        "2026-12-06 09:05",
+        "conversation-ABC234-2026-12-06.txt",
+        "conversation-talk-2026-12-06.txt",
+    ]

@@ -1,5 +1,5 @@
 // Copying a link for someone to share: the console's links (./present-share.js,
-// ./console-displays.js, ./console-panel.js) and a traveller's link to go on (./talk.js).
+// ./console-displays.js, ./console-panel.js) and a traveller's link to go on (./talk-menu.js).
 
 /**
  * Copy `text` to the clipboard; `button` says "Copied" for 1.5 s. Where the clipboard is

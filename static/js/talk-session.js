@@ -1,6 +1,7 @@
 // A traveller conversation's session on the server (docs/protocol.md, the HTTP API): create
 // it, read it to continue it, end it; and the presenter token this tab keeps in
-// sessionStorage, so that a reload continues the conversation. Used by ./talk.js.
+// sessionStorage, so that a reload continues the conversation. Used by ./talk-setup.js and
+// ./talk-menu.js.
 
 function storageKey(code) {
   return `interp.talk.${code.toUpperCase()}`;

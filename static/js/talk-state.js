@@ -1,7 +1,8 @@
 // A traveller-mode conversation, as state: its turns, which turn each caption's segment belongs
-// to, each turn's text and translation, and the spoken translation held while someone talks.
-// No DOM, no sockets and no clock of its own (what stamps a time takes `now`). ./talk.js
-// drives it and ./talk-view.js draws it; tested through real Chromium (e2e/test_talk_state.py).
+// to, and each turn's text and translation. No DOM, no sockets and no clock of its own (what
+// stamps a time takes `now`). ./talk.js and ./talk-turns.js drive it, ./talk-view.js draws it;
+// the spoken translation held while someone talks is ./talk-audio-state.js. Tested through real
+// Chromium (e2e/test_talk_state.py).
 //
 // Rules (docs/protocol.md for the events):
 // - Turns and segments: the server numbers segments in order across streams, so a turn owns the
@@ -17,8 +18,6 @@
 // - A translation final covers its whole sentence (`sources`): it replaces the drafts of every
 //   segment it covers, and its text stays on its first segment.
 // - A turn spoken with automatic detection takes the language of its first source caption.
-// - Spoken translation that arrives while someone talks is held (at most `maxSeconds`, oldest
-//   dropped first) and, when the turn ends, played only if it is that turn's own.
 
 /** Whether a turn is being spoken on this page now (its stream not yet ended). */
 export function isOpen(turn) {
@@ -221,35 +220,5 @@ export class Conversation {
       lines.push('');
     }
     return `${lines.join('\n')}\n`;
-  }
-}
-
-/** Spoken translation held while someone talks (the phone must not hear itself). */
-export class HeldAudio {
-  constructor(maxSeconds) {
-    this.maxSeconds = maxSeconds;
-    this.items = [];
-    this.seconds = 0;
-  }
-
-  /** Hold `item` ({header, pcm, turn, seconds}); the number of older items dropped for room. */
-  push(item) {
-    this.items.push(item);
-    this.seconds += item.seconds;
-    let dropped = 0;
-    while (this.seconds > this.maxSeconds && this.items.length > 1) {
-      this.seconds -= this.items.shift().seconds;
-      dropped += 1;
-    }
-    return dropped;
-  }
-
-  /** Empty the hold: {play: `turn`'s own items, in order; dropped: how many others}. */
-  release(turn) {
-    const items = this.items;
-    this.items = [];
-    this.seconds = 0;
-    const play = items.filter((item) => item.turn === turn);
-    return { play, dropped: items.length - play.length };
   }
 }
