@@ -1,6 +1,6 @@
 """The speech stage's settings (:class:`PaceConfig`), its counters (:class:`SpeakerStats`) and
 the ports it is built with (:data:`Publish`, :data:`Run`); the rules they set are in
-engine/speech/speaker.py's docstring."""
+engine/speech/speaker.py's docstring and the modules it points to."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ Run = Callable[..., Awaitable[object]]
 
 @dataclass(frozen=True, slots=True)
 class PaceConfig:
-    """The speech stage's rules (module docstring); measurements behind the defaults are in
-    docs/metrics.md, "Spoken translation" and "Natural voices"."""
+    """The speech stage's rules (engine/speech/speaker.py's docstring); measurements behind
+    the defaults are in docs/metrics.md, "Spoken translation" and "Natural voices"."""
 
     bound_s: float = 6.0
     """Skip to the newest sentence when the voice is further behind than this."""
@@ -52,11 +52,11 @@ class PaceConfig:
     """Speak a sentence with the fallback (fast) voice when the voice would leave the
     listener silent longer than this before the sentence (its expected synthesis time for
     the sentence's first piece minus the audio still waiting to play), and give up on a
-    natural call once the listener has waited this long. docs/metrics.md, "Natural voices
-    under load"."""
+    natural call once the listener has waited this long. docs/metrics.md, "Natural voices"
+    ("Captions with a Kokoro listener")."""
     foresight: bool = True
     """Synthesise a sentence's lead from its translated drafts while the voice is idle
-    (module docstring, "Foresight"): Kokoro's first audio after a final falls from about
+    (engine/speech/foresight.py): Kokoro's first audio after a final falls from about
     1.2 s to nearly nothing, for about 0.03 s more draft latency while it speaks
     (docs/metrics.md, "Natural voices / Foresight"). ``INTERP_PACE=foresight=0`` turns it
     off."""
@@ -80,6 +80,6 @@ class SpeakerStats:
     first_audio: deque[float] = field(default_factory=lambda: deque(maxlen=512))
     """Seconds from a final being handed over to its first audio being published."""
     foreseen: int = 0
-    """Leads synthesised ahead from a translated draft (module docstring, "Foresight")."""
+    """Leads synthesised ahead from a translated draft (engine/speech/foresight.py)."""
     foreseen_spoken: int = 0
     """Of those, leads a final's first piece read the same and spoke."""

@@ -5,7 +5,7 @@ pool included, so it rises when the machine is busy or when several languages sh
 pool. One :class:`SynthesisCosts` serves every session of a process (the voices are shared),
 so a session's first sentence already knows its voice. The speech stage uses it to size a
 final's first piece, to start each next piece early enough, and to decide when to speak a
-sentence with the fallback voice (engine/speech/speaker.py).
+sentence with the fallback voice (engine/speech/pacing.py, engine/speech/fallback.py).
 """
 
 from __future__ import annotations

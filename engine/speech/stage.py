@@ -87,7 +87,7 @@ class SessionSpeaker:
 
     def on_draft(self, caption: Caption) -> None:
         """A translation draft: an idle voice may synthesise its sentence's lead ahead
-        (module docstring, "Foresight")."""
+        (engine/speech/foresight.py)."""
         speaker = self.speakers.get(caption.lang)
         if speaker is not None and not caption.is_final:
             speaker.foresee(caption, self.variant_of(caption))

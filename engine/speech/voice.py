@@ -4,7 +4,7 @@ Two kinds of voice (:data:`VoiceKind`), named so on the listener's page: a *natu
 (Piper, Kokoro: neural, slower to synthesise) and a *fast* one (espeak-ng: formant
 synthesis, instant but robotic). A language whose voice is natural may also have a fast
 *fallback* that speaks a sentence instead when the natural voice cannot keep up
-(engine/speech/speaker.py).
+(engine/speech/fallback.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Foresight (engine/speech/speaker.py): an idle voice synthesises the lead of a sentence from
+"""Foresight (engine/speech/foresight.py): an idle voice synthesises the lead of a sentence from
 its translated drafts, and the final's first piece speaks it when it reads the same. Fake
 voices that take wall-clock time, so the first audio's wait shows."""
 
