@@ -36,7 +36,8 @@ from app.services import (
     whisper_factory,
 )
 from app.settings import Settings
-from app.webrtc import PeerRegistry, config_endpoint, offer_endpoint
+from app.webrtc import config_endpoint, offer_endpoint
+from app.webrtc_peer import PeerRegistry
 from engine import languages
 
 log = logging.getLogger(__name__)

@@ -15,104 +15,43 @@ Every peer is closed when its session ends (it sees the ``ended`` state on its s
 and at shutdown (:meth:`PeerRegistry.close_all` from the lifespan). There is no trickle ICE:
 the answer carries every candidate the server gathered (host candidates, plus server-reflexive
 and relay ones when ``INTERP_ICE_SERVERS`` names STUN/TURN servers).
+
+Where each part lives: the offer's body (app/webrtc_offer.py), a peer connection's lifetime and
+the registry of them (app/webrtc_peer.py), the presenter's peer (app/webrtc_presenter.py), a
+listener's peer (app/webrtc_listener.py), audio in and out of tracks (app/webrtc_media.py);
+this module answers the HTTP requests and negotiates.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import logging
-from dataclasses import dataclass
-from typing import Any
 
 from aiortc import (
     RTCConfiguration,
-    RTCDataChannel,
     RTCIceServer,
     RTCPeerConnection,
     RTCSessionDescription,
-    sdp,
 )
 from aiortc.mediastreams import MediaStreamTrack
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.api import json_body, services_of
-from app.errors import HTTP_STATUS, error
+from app.errors import error
 from app.origin import origin_allowed
-from app.present import CLOSE_CODE
 from app.services import Engine
 from app.settings import Settings
-from app.webrtc_media import (
-    INGEST_RATE,
-    SpeechTrack,
-    drain_track,
-    read_presenter_track,
-)
+from app.webrtc_listener import ListenerPeer
+from app.webrtc_media import INGEST_RATE, drain_track
+from app.webrtc_offer import Offer, OfferError, audio_directions, parse_offer
+from app.webrtc_peer import Peer, PeerRegistry
+from app.webrtc_presenter import PresenterPeer
 from engine import languages
-from engine.delivery.hub import Hub, ListenerTooSlow, Subscription, SubscriptionClosed
-from engine.events import StateChange, to_json
-from engine.presenting import Presentation, Presenting, StartRequest, check_credentials
+from engine.presenting import Presenting, StartRequest, check_credentials
 from engine.refusals import Refused
 from engine.session import Session
 
 log = logging.getLogger(__name__)
-
-CONNECT_TIMEOUT = 30.0
-"""A peer that has not connected this long after its answer is closed (its stream finalised)."""
-ENDED_GRACE = 5.0
-"""After ``ended`` the client closes the connection; the server does if it has not by then."""
-MAX_PEERS = 200
-"""Peer connections one process holds (each costs a UDP socket, DTLS and an Opus codec)."""
-PENDING_EVENTS = 1000
-"""Events held for a presenter's data channel until it opens."""
-
-
-class OfferError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class Offer:
-    sdp: str
-    role: str
-    token: str | None
-    lang: str | None
-
-
-def parse_offer(data: dict[str, Any]) -> Offer:
-    """The body of an offer; :class:`OfferError` (400) when malformed."""
-    text = data.get("sdp")
-    if data.get("type") != "offer":
-        raise OfferError(400, 'type must be "offer"')
-    if not isinstance(text, str) or not text.lstrip().startswith("v=0"):
-        raise OfferError(400, "sdp must be an SDP offer (text starting with v=0)")
-    role = data.get("role")
-    if role not in ("present", "listen"):
-        raise OfferError(400, 'role must be "present" or "listen"')
-    token = data.get("token")
-    lang = data.get("lang")
-    if token is not None and not isinstance(token, str):
-        raise OfferError(400, "token must be a string")
-    if lang is not None and not isinstance(lang, str):
-        raise OfferError(400, "lang must be a language code")
-    return Offer(text, role, token, lang)
-
-
-def audio_directions(text: str) -> list[str]:
-    """Directions of the offer's audio sections (from the offerer's side); 400 when the SDP
-    cannot be parsed or has no media at all."""
-    try:
-        description = sdp.SessionDescription.parse(text)
-    except Exception as exc:  # the parser raises whatever its input provokes
-        raise OfferError(400, f"malformed SDP offer: {type(exc).__name__}: {exc}") from None
-    if not description.media:
-        raise OfferError(400, "malformed SDP offer: no media sections")
-    return [m.direction or "sendrecv" for m in description.media if m.kind == "audio"]
 
 
 def new_peer_connection(settings: Settings) -> RTCPeerConnection:
@@ -123,222 +62,6 @@ def new_peer_connection(settings: Settings) -> RTCPeerConnection:
         for s in settings.ice_servers
     ]
     return RTCPeerConnection(RTCConfiguration(iceServers=servers))
-
-
-class Peer:
-    """One aiortc peer connection of a session, closed once (idempotent :meth:`close`)."""
-
-    def __init__(self, pc: RTCPeerConnection, session: Session, registry: PeerRegistry) -> None:
-        self.pc = pc
-        self.session = session
-        self.registry = registry
-        self.connected = asyncio.Event()
-        self._closing: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        pc.on("connectionstatechange", self._on_connection_state)
-
-    def spawn(self, coro: Any, name: str) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    def watch(self) -> None:
-        """Close the peer if it does not connect within ``CONNECT_TIMEOUT``."""
-        self.spawn(self._connect_deadline(), f"webrtc-deadline-{self.session.code}")
-
-    async def _connect_deadline(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.connected.wait(), CONNECT_TIMEOUT)
-            return
-        log.info("webrtc peer of %s did not connect in %.0f s", self.session.code, CONNECT_TIMEOUT)
-        self.close_soon()
-
-    def _on_connection_state(self) -> None:
-        state = self.pc.connectionState
-        if state == "connected":
-            self.connected.set()
-        elif state in ("failed", "closed"):
-            self.close_soon()
-
-    def close_soon(self) -> None:
-        if self._closing is None:
-            self._closing = asyncio.create_task(self._close(), name="webrtc-close")
-
-    async def close(self) -> None:
-        self.close_soon()
-        assert self._closing is not None
-        await asyncio.shield(self._closing)
-
-    async def _close(self) -> None:
-        try:
-            await self.release()
-        except Exception:
-            log.exception("closing a webrtc peer of %s", self.session.code)
-        finally:
-            with contextlib.suppress(Exception):
-                await self.pc.close()
-            current = asyncio.current_task()
-            for task in list(self._tasks):
-                if task is not current:
-                    task.cancel()
-            self.registry.discard(self)
-
-    async def release(self) -> None:
-        """What the peer holds beyond its connection (subclasses)."""
-
-
-class PresenterPeer(Peer):
-    """The presenter's audio over WebRTC into one :class:`Presentation`."""
-
-    def __init__(
-        self,
-        pc: RTCPeerConnection,
-        session: Session,
-        registry: PeerRegistry,
-        presentation: Presentation,
-    ) -> None:
-        super().__init__(pc, session, registry)
-        self.presentation = presentation
-        self.channel: RTCDataChannel | None = None
-        self._pending: list[str] = []
-        self._stopping: asyncio.Task[None] | None = None
-        self._ingesting = True
-        self._forwarder = self.spawn(self._forward(), f"webrtc-events-{session.code}")
-        pc.on("datachannel", self._on_datachannel)
-
-    def take_tracks(self, tracks: list[MediaStreamTrack]) -> None:
-        """Feed the first audio track to the stream; drain every other one."""
-        audio = [t for t in tracks if t.kind == "audio"]
-        for track in tracks:
-            if audio and track is audio[0]:
-                self.spawn(self._ingest(track), f"webrtc-ingest-{self.session.code}")
-            else:
-                self.spawn(drain_track(track), f"webrtc-drain-{self.session.code}")
-
-    async def _ingest(self, track: MediaStreamTrack) -> None:
-        try:
-            await read_presenter_track(track, self._feed)
-        except Refused as exc:
-            self.send({"type": "error", "code": CLOSE_CODE[exc.reason], "message": exc.message})
-            log.info("webrtc stream of %s refused: %s", self.session.code, exc.message)
-        except Exception:
-            log.exception("reading the webrtc track of %s", self.session.code)
-        self.stop_soon()  # the track ended: finalise as on Stop
-
-    def _feed(self, pcm: bytes) -> None:
-        if self._ingesting:
-            self.presentation.feed(pcm)
-
-    def _on_datachannel(self, channel: RTCDataChannel) -> None:
-        if self.channel is not None:
-            return  # one control channel per peer; others are ignored
-        self.channel = channel
-        channel.on("message", self._on_message)
-        self.send({"type": "ready", "sample_rate": INGEST_RATE})
-        pending, self._pending = self._pending, []
-        for text in pending:
-            channel.send(text)
-
-    def _on_message(self, message: object) -> None:
-        try:
-            data = json.loads(message) if isinstance(message, str) else None
-        except ValueError:
-            data = None
-        kind = data.get("type") if isinstance(data, dict) else None
-        if kind == "stop":
-            self.stop_soon()
-        elif kind != "ping":
-            self.send({"type": "error", "message": f"unknown message {str(message)[:60]!r}"})
-
-    def send(self, message: dict[str, Any] | str) -> None:
-        """Send one text message on the data channel (held until it opens)."""
-        text = message if isinstance(message, str) else json.dumps(message)
-        channel = self.channel
-        if channel is not None and channel.readyState == "open":
-            channel.send(text)
-        elif channel is None and len(self._pending) < PENDING_EVENTS:
-            self._pending.append(text)
-
-    async def _forward(self) -> None:
-        """The session's events to the data channel; the ``ended`` state closes the peer."""
-        try:
-            while True:
-                event = await self.presentation.events.get()
-                self.send(to_json(event))
-                if isinstance(event, StateChange) and event.state == "ended":
-                    self.close_soon()
-        except (SubscriptionClosed, ListenerTooSlow):
-            return
-
-    def stop_soon(self) -> None:
-        if self._stopping is None:
-            self._stopping = asyncio.create_task(self._stop(), name="webrtc-stop")
-
-    async def _stop(self) -> None:
-        """Finalise everything said, send the remaining events and ``ended``, then give the
-        client ``ENDED_GRACE`` to close the connection itself."""
-        self._ingesting = False
-        await self.presentation.stop()  # the forwarder sends what it holds, then returns
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._forwarder
-        self.send({"type": "ended"})
-        if self._closing is None:  # not already closing (connection gone, session ended)
-            await asyncio.sleep(ENDED_GRACE)
-            self.close_soon()
-
-    async def release(self) -> None:
-        self._ingesting = False
-        await self.presentation.release()
-
-
-class ListenerPeer(Peer):
-    """A receive-only listener of the spoken translation in one language."""
-
-    def __init__(
-        self,
-        pc: RTCPeerConnection,
-        session: Session,
-        registry: PeerRegistry,
-        subscription: Subscription,
-        hub: Hub,
-    ) -> None:
-        super().__init__(pc, session, registry)
-        self.track = SpeechTrack(subscription, subscription_language(subscription), self.close_soon)
-        self.hub = hub
-
-    async def release(self) -> None:
-        self.track.stop()
-        self.hub.unsubscribe(self.track.subscription)
-        self.session.audience_changed()
-
-
-class PeerRegistry:
-    """Every open peer connection of this process (closed at shutdown)."""
-
-    def __init__(self, limit: int = MAX_PEERS) -> None:
-        self.limit = limit
-        self._peers: set[Peer] = set()
-
-    def __len__(self) -> int:
-        return len(self._peers)
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(list(self._peers))
-
-    def add(self, peer: Peer) -> None:
-        self._peers.add(peer)
-
-    def discard(self, peer: Peer) -> None:
-        self._peers.discard(peer)
-
-    async def close_all(self) -> None:
-        await asyncio.gather(*(p.close() for p in list(self._peers)), return_exceptions=True)
-
-
-def subscription_language(subscription: Subscription) -> str:
-    (lang,) = subscription.langs
-    return lang
 
 
 def peers_of(request: Request) -> PeerRegistry:
@@ -353,7 +76,11 @@ async def config_endpoint(request: Request) -> Response:
 
 
 async def offer_endpoint(request: Request) -> Response:
-    """``POST /api/sessions/{code}/webrtc/offer`` -> ``{"sdp", "type": "answer"}``."""
+    """``POST /api/sessions/{code}/webrtc/offer`` -> ``{"sdp", "type": "answer"}``.
+
+    A malformed offer, or one this server cannot take, is an :class:`OfferError` (its status);
+    a refusal goes on to the app's handler and its status table (``HTTP_STATUS``,
+    app/errors.py), which every HTTP route shares."""
     services = services_of(request)
     if not origin_allowed(request, services.settings):
         return error(403, "origin not allowed")
@@ -376,8 +103,6 @@ async def offer_endpoint(request: Request) -> Response:
         return await _answer_listener(request, engine, session, offer, directions)
     except OfferError as exc:
         return error(exc.status, exc.message)
-    except Refused as exc:
-        return error(HTTP_STATUS[exc.reason], exc.message)
 
 
 async def _negotiate(pc: RTCPeerConnection, offer: Offer, tracks: list[MediaStreamTrack]) -> None:
