@@ -11,17 +11,17 @@ language. Each speaker has at most one live stream, and the session at most
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hmac
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from engine.audio import SAMPLE_RATE
+from engine.audience import SessionAudience
+from engine.continuity import Continuity
 from engine.delivery.hub import Hub
 from engine.delivery.push import PushStatus, PushTarget, SessionPushes
 from engine.delivery.push_formats import Service
@@ -31,22 +31,18 @@ from engine.events import (
     Question,
     SessionState,
     Speaker,
-    StateChange,
-    language_counts,
 )
 from engine.publisher import Publisher
-from engine.questions import AUDIENCE_ID, AUDIENCE_NAME, QuestionBox
-from engine.recognition.asr import DecodeOptions, token_budget
-from engine.recognition.language_id import DetectingRecognizer
-from engine.recognition.policy import guard_repetitions, join_words
-from engine.recognition.recognizer import StreamingRecognizer
+from engine.questions import QuestionBox
 from engine.recognition.resources import Recognition
-from engine.recognition.vad import StreamingVad
+from engine.recognizers import AUTO as AUTO  # presenting.py asks for detection by it
+from engine.recognizers import StreamRecognizers
 from engine.refusals import Refusal, Refused
 from engine.revisions import Remake
+from engine.session_questions import MAX_QUESTION_S as MAX_QUESTION_S  # app/panel_api.py
+from engine.session_questions import SessionQuestions
 from engine.speech.stage import SessionSpeaker
 from engine.store.base import (
-    PRESENTER_ID,
     SessionRecord,
     SessionStore,
     SpeakerRecord,
@@ -57,18 +53,8 @@ from engine.store.base import (
 from engine.stream import PresenterStream, StreamLimits
 from engine.telemetry import Observer
 from engine.terms import Term, glossary_with, recognition_hint
-from engine.translation.sentences import ends_sentence
 from engine.translation.stage import SessionTranslator
 from engine.workers import WorkerPool
-
-AUTO = "auto"
-"""The presenter's ``language`` that asks for detection among the session's languages."""
-
-ANNOUNCE_INTERVAL = 0.5
-"""Seconds over which audience-size changes are folded into one state event."""
-
-CONTEXT_CHARS = 800
-"""Recent final text kept per speaker and spoken language as the next stream's prompt."""
 
 MAX_LIVE_SPEAKERS = 4
 """Speakers of one session who may stream at the same time."""
@@ -77,9 +63,6 @@ MAX_SPEAKERS = 12
 """Speakers one session may have, the presenter included."""
 
 MAX_NAME = 60
-
-MAX_QUESTION_S = 30
-"""The longest spoken question heard (seconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,24 +106,36 @@ class Session:
         self.translators: Mapping[str, SessionTranslator] = dict(translators)
         self.speaker = speaker
         self.pushes = pushes
-        self._next_segment = max((c.segment for c in finals), default=-1) + 1
-        self.audio_time = max((c.end for c in finals), default=0.0)
+        self._continuity = Continuity(finals)
         self.speakers: list[SpeakerRecord] = [presenter_speaker(record), *speakers]
-        self.contexts: dict[tuple[str, str], str] = {}
-        """Recent final text per speaker and spoken language: the next stream's prompt. Per
-        language, because Whisper follows its prompt's language (an English prompt made a
-        Spanish turn come out translated into English)."""
-        for caption in finals:
-            if caption.source:
-                key = (caption.speaker.id if caption.speaker else PRESENTER_ID, caption.lang)
-                text = f"{self.contexts.get(key, '')} {caption.text}".strip()
-                self.contexts[key] = text[-CONTEXT_CHARS:]
         self.streams: dict[str, PresenterStream] = {}
         """Each speaker's stream (the newest one, live or finished)."""
-        self.questions = QuestionBox()
         self._glossary: dict[str, dict[str, str]] = {}
         self._terms: tuple[Term, ...] = tuple(terms)
-        self._announcer: asyncio.Task[None] | None = None
+        self._recognizers = StreamRecognizers(
+            ports.recognition,
+            self._continuity,
+            self.offered,
+            keep_final_audio=bool(self.translators),
+            hint=self._hint,
+        )
+        self._questions = SessionQuestions(
+            record.source_language,
+            self.offered,
+            self.translators,
+            ports.recognition,
+            self._continuity,
+            self.publish,
+        )
+        self._audience = SessionAudience(
+            record.code,
+            ports.hub,
+            self.translators,
+            speaker,
+            pushes,
+            self.publish,
+            lambda: self.state,
+        )
         self._apply_glossary()
 
     @property
@@ -223,7 +218,11 @@ class Session:
         self._terms = tuple(terms)
         self._apply_glossary()
         for stream in self.live_streams:
-            stream.recognizer.set_terms(recognition_hint(self._terms))
+            stream.recognizer.set_terms(self._hint())
+
+    def _hint(self) -> str:
+        """The term list as recognition hint text (engine/terms.py)."""
+        return recognition_hint(self._terms)
 
     def _apply_glossary(self) -> None:
         merged = glossary_with(self._glossary, self._terms)
@@ -240,9 +239,12 @@ class Session:
             translator.correct(caption, remakes)
 
     def next_segment(self) -> int:
-        segment = self._next_segment
-        self._next_segment += 1
-        return segment
+        return self._continuity.next_segment()
+
+    @property
+    def audio_time(self) -> float:
+        """How far into the session's audio its streams have reached (seconds)."""
+        return self._continuity.audio_time
 
     async def publish(self, event: Event, *, arrived: float | None = None) -> Event:
         """Publish one event of the session (engine/publisher.py)."""
@@ -260,48 +262,20 @@ class Session:
         self.state = state
 
     async def announce(self) -> None:
-        """Publish the current state and audience size, and translate into exactly the
-        languages someone reads now (call after joins, leaves and language switches)."""
-        self._follow_audience()
-        hub = self._ports.hub
-        counts = language_counts(hub.listeners_by_language(self.code))
-        await self.publish(StateChange(self.state, hub.listener_count(self.code), counts))
-
-    def _follow_audience(self) -> None:
-        """Translate into, and speak, exactly the languages the audience asks for now."""
-        hub = self._ports.hub
-        wanted = hub.wanted_languages(self.code)
-        for translator in self.translators.values():
-            translator.set_languages(wanted)
-        if self.speaker is not None:
-            self.speaker.set_languages(hub.wanted_speech(self.code))
+        """Publish the current state and audience size (engine/audience.py)."""
+        await self._audience.announce()
 
     def audience_changed(self) -> None:
-        """Listeners joined, left or switched language: update translation languages now and
-        announce the new audience size once per ``ANNOUNCE_INTERVAL`` (a thousand phones
-        joining at once must not send everyone a thousand counts)."""
-        self._follow_audience()
-        if self._announcer is None or self._announcer.done():
-            self._announcer = asyncio.create_task(self._announce_later())
-
-    async def _announce_later(self) -> None:
-        await asyncio.sleep(ANNOUNCE_INTERVAL)
-        await self.announce()
+        """Listeners joined, left or switched language (engine/audience.py)."""
+        self._audience.changed()
 
     async def push_to(self, target: PushTarget) -> PushStatus:
-        """Push this session's finals in ``target.lang`` to ``target`` from now on (its
-        language is translated from now on too)."""
-        if self.pushes is None:
-            raise RuntimeError("this process pushes no captions")
-        status = await self.pushes.set(target)
-        self._follow_audience()
-        return status
+        """Push this session's finals in ``target.lang`` to ``target`` (engine/audience.py)."""
+        return await self._audience.push_to(target)
 
     async def stop_push(self, service: Service) -> bool:
-        """Stop pushing to ``service``; whether it was pushing."""
-        stopped = self.pushes is not None and await self.pushes.remove(service)
-        self._follow_audience()
-        return stopped
+        """Stop pushing to ``service``; whether it was pushing (engine/audience.py)."""
+        return await self._audience.stop_push(service)
 
     async def drain_translation(self) -> None:
         """Wait until every final published so far has its translations published."""
@@ -310,70 +284,28 @@ class Session:
 
     async def close(self) -> None:
         """Stop the session's stages (shutdown, or the session leaves memory)."""
-        if self._announcer is not None:
-            self._announcer.cancel()
-        if self.pushes is not None:
-            await self.pushes.close()
+        await self._audience.close()
         for translator in list(self.translators.values()):
             await translator.close()
         if self.speaker is not None:
             await self.speaker.close()
 
+    @property
+    def questions(self) -> QuestionBox:
+        """The questions from the floor (engine/questions.py)."""
+        return self._questions.box
+
     async def ask(self, asker: str, lang: str, text: str) -> Question:
-        """Hold a question from the floor for the moderator, translated into the session's
-        language (engine/questions.py); raises :class:`Refused`."""
-        if lang not in self.offered:
-            raise Refused(Refusal.UNKNOWN_LANGUAGE, f"ask in one of {', '.join(self.offered)}")
-        translator = self.translators.get(lang)
-        source = self.record.source_language
-        translation = ""
-        if lang != source and translator is not None and text.strip():
-            translation = await translator.translate_text(source, text)
-        question = self.questions.ask(asker, lang, text, translation)
-        await self.publish(question)
-        return question
+        """Hold a question from the floor (engine/session_questions.py)."""
+        return await self._questions.ask(asker, lang, text)
 
     async def hear(self, lang: str, samples: np.ndarray) -> str:
-        """What a spoken question says (16 kHz mono float32, at most ``MAX_QUESTION_S``)."""
-        if len(samples) > MAX_QUESTION_S * SAMPLE_RATE:
-            raise Refused(Refusal.MESSAGE_TOO_BIG, f"a question lasts at most {MAX_QUESTION_S} s")
-        recognition = self._ports.recognition
-        transcriber = recognition.transcriber_for(lang)
-        if transcriber is None:
-            raise Refused(Refusal.NO_MODEL, f"no recognition model for {lang!r}")
-        options = DecodeOptions(
-            language=lang,
-            beam_size=5,
-            word_timestamps=False,
-            full_window=True,
-            max_new_tokens=token_budget(len(samples) / SAMPLE_RATE),
-        )
-        decoded = await recognition.pool.run(transcriber.transcribe, samples, options)
-        return join_words(guard_repetitions(decoded.words, ended=decoded.ended))
+        """What a spoken question says (engine/session_questions.py)."""
+        return await self._questions.hear(lang, samples)
 
     async def decide(self, question_id: str, accept: bool) -> Question:
-        """The moderator's decision; an accepted question is said, as "Audience", to
-        everyone in every language."""
-        question = self.questions.decide(question_id, "accepted" if accept else "rejected")
-        await self.publish(question)
-        if accept:
-            text = question.text if ends_sentence(question.text) else f"{question.text}?"
-            caption = Caption(
-                segment=self.next_segment(),
-                lang=question.lang,
-                source=True,
-                state="final",
-                text=text,
-                start=self.audio_time,
-                end=self.audio_time,
-                stable=len(text),
-                speaker=Speaker(AUDIENCE_ID, AUDIENCE_NAME),
-            )
-            said = await self.publish(caption)
-            translator = self.translators.get(question.lang)
-            if translator is not None and isinstance(said, Caption):
-                await translator.on_source(said, whole=True)
-        return question
+        """The moderator's decision on a question (engine/session_questions.py)."""
+        return await self._questions.decide(question_id, accept)
 
     def open_stream(
         self,
@@ -399,11 +331,7 @@ class Session:
                 Refusal.AT_CAPACITY,
                 f"at most {MAX_LIVE_SPEAKERS} speakers of a session may stream at once",
             )
-        recognizer: StreamingRecognizer | DetectingRecognizer
-        if language == AUTO:
-            recognizer = self._detecting_recognizer(speaker.id, fast_finals)
-        else:
-            recognizer = self._recognizer(speaker.id, language, self.audio_time, fast_finals)
+        recognizer = self._recognizers.open(speaker.id, language, fast_finals)
         stream = PresenterStream(
             self.code,
             recognizer,
@@ -420,59 +348,5 @@ class Session:
         self.streams[speaker.id] = stream
         return stream
 
-    def _recognizer(
-        self, speaker_id: str, language: str, start_time: float, fast_finals: bool = False
-    ) -> StreamingRecognizer:
-        recognition = self._ports.recognition
-        transcriber = recognition.transcriber_for(language)
-        if transcriber is None:
-            raise Refused(Refusal.NO_MODEL, f"no recognition model for language {language!r}")
-        config = recognition.config(language)
-        if self.translators:
-            config = replace(config, keep_final_audio=True)
-        if fast_finals:
-            config = replace(config, refine_full_window=False)
-        return StreamingRecognizer(
-            transcriber,
-            StreamingVad(recognition.vad),
-            recognition.pool.run,
-            self.next_segment,
-            config,
-            start_time=start_time,
-            context=self.contexts.get((speaker_id, language), ""),
-            terms=recognition_hint(self._terms),
-            run_first=recognition.pool.run_first,
-            crowded=recognition.pool.crowded,
-        )
-
-    def _detecting_recognizer(
-        self, speaker_id: str, fast_finals: bool = False
-    ) -> DetectingRecognizer:
-        recognition = self._ports.recognition
-        candidates = [c for c in self.offered if recognition.can_recognise(c)]
-        identifier = recognition.identifier
-        if len(candidates) < 2 or identifier is None:
-            raise Refused(
-                Refusal.NO_MODEL,
-                "automatic language detection needs a session offering two or more "
-                "languages and the multilingual recognition model",
-            )
-        vad = StreamingVad(recognition.vad)
-        pool = recognition.pool
-
-        async def identify(audio: np.ndarray, among: Sequence[str]) -> dict[str, float]:
-            return await pool.run(identifier.identify, audio, among)
-
-        async def score(audio: np.ndarray) -> np.ndarray:
-            return await pool.run_first(vad.process, audio)
-
-        make: Callable[[str, float], StreamingRecognizer] = lambda language, start: (  # noqa: E731
-            self._recognizer(speaker_id, language, start, fast_finals)
-        )
-        return DetectingRecognizer(candidates, identify, make, score, start_time=self.audio_time)
-
     def _stream_closed(self, stream: PresenterStream) -> None:
-        self.audio_time = max(self.audio_time, stream.recognizer.received_until)
-        language = stream.recognizer.language
-        if language is not None:
-            self.contexts[(stream.speaker_id, language)] = stream.recognizer.context
+        self._continuity.stream_closed(stream.speaker_id, stream.recognizer)
