@@ -4,6 +4,8 @@
 // offered. Drawn by ./listen-status.js and ./listen-display.js, wired by ./listen.js; tested in
 // real Chromium (e2e/test_listen_state.py).
 
+import { refusalWords } from './listener-socket.js';
+
 const STATE_TEXT = { waiting: 'Waiting', live: 'Live', paused: 'Paused', ended: 'Ended' };
 // The pill's words: the session's states, and the page's own state before a private session's
 // passcode (the template's "private", which says the same).
@@ -45,9 +47,7 @@ export function followersText(count) {
 
 /** Why the page stopped following, from a refusal's close code and reason (not a private gate). */
 export function refusalText(code, reason) {
-  return code === 1008
-    ? 'This session is not available any more.'
-    : `The server refused the connection: ${reason || code}`;
+  return refusalWords(code, reason, 'session');
 }
 
 /** The language to show first: the first of `wanted` that is offered, else the original. */

@@ -33,6 +33,16 @@ export function listenSocketUrl(
   return `${scheme}//${location.host}/ws/listen/${encodeURIComponent(code)}?${query}`;
 }
 
+/**
+ * Why a listener socket was closed for good, in words: 1008 says that `what` (the session, the
+ * conversation) is not there any more; any other code gives the server's reason.
+ */
+export function refusalWords(code, reason, what) {
+  return code === 1008
+    ? `This ${what} is not available any more.`
+    : `The server refused the connection: ${reason || code}`;
+}
+
 /** The delay before reconnect attempt `attempt` (1, 2, ...): exponential, full jitter. */
 export function backoffDelay(attempt, random = Math.random) {
   const ceiling = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** Math.max(0, attempt - 1));

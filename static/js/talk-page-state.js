@@ -6,6 +6,8 @@
 // transcript's date and file name. Used by ./talk.js and its parts; tested through real
 // Chromium (e2e/test_talk_state.py).
 
+import { refusalWords } from './listener-socket.js';
+
 /** A shorter press in hold mode is a tap, not a turn. */
 export const HOLD_MIN_MS = 350;
 /** Frames of speech (9 s) held while the previous turn finishes (the server's burst: 10 s). */
@@ -69,9 +71,7 @@ export function describeError(error) {
 
 /** Why a listener socket failed, from its close (`detail`: {code, reason}). */
 export function refusalText(detail) {
-  return detail.code === 1008
-    ? 'This conversation is not available any more.'
-    : `The server refused the connection: ${detail.reason || detail.code}`;
+  return refusalWords(detail.code, detail.reason, 'conversation');
 }
 
 /** The words for an `error` event from the server. */
