@@ -47,6 +47,23 @@ from models.whisper import FasterWhisperTranscriber
 
 log = logging.getLogger(__name__)
 
+YOUNG_OBJECTS_PER_COLLECTION = 10_000
+"""How many new container objects the cyclic collector lets in before it collects the young
+generation (CPython's default is 700). Sending one event to many listeners keeps a few
+objects per send alive for a moment; collected that often, they were promoted as if long
+lived, and that brought on full collections: pauses of the event loop that held an event
+back from every listener. docs/metrics.md, "Fan-out / Collector pauses"."""
+
+
+def settle_collector() -> None:
+    """Once the models are loaded: move everything alive into the collector's permanent
+    generation, so full collections never rescan the models and start-up objects, and
+    collect the young generation less often (:data:`YOUNG_OBJECTS_PER_COLLECTION`)."""
+    gc.collect()
+    gc.freeze()
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_OBJECTS_PER_COLLECTION, middle, oldest)
+
 
 @dataclass(frozen=True, slots=True)
 class RecognitionModel:
@@ -299,10 +316,7 @@ async def load_engine(services: Services, factory: TranscriberFactory) -> Engine
         limits=settings.limits,
         max_live_streams=settings.max_live_streams,
     )
-    # Models and start-up objects live for the whole process: keep the cyclic collector
-    # from rescanning them (full collections paused the loop for up to 0.8 s under load).
-    gc.collect()
-    gc.freeze()
+    settle_collector()
     log.info("models ready: %s", {k: m.transcriber.name for k, m in loaded.items()})
     kinds = voices.kinds() if speech is not None and voices is not None else {}
     editing = Editing(backends.store, store_pool, backends.hub)

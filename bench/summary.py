@@ -374,7 +374,7 @@ def fanout_nodes_section(report: Report | None) -> Section:
         delay = r.get("delay_s", {})
         exact = r.get("finals", {}).get("listeners_exact")
         cores = r.get("server_cpu_cores") or []
-        single = r.get("single_process", {})
+        single = r.get("single_process") or {}
         at_goal = r.get("listeners") == target
         met = None
         if at_goal and delay.get("p99") is not None:

@@ -200,3 +200,30 @@ def test_talk_rows_count_turns_and_judge_the_p50(tmp_path: Path) -> None:
     assert "(2 of 4 turns) | 2.50 / 3.00 s | p50 <= 2.0 s | **not met** |" in block
     assert "| turns recognised in the speaker's language | 3 of 4 |" in block
     assert "**Traveller mode, language given** (`python -m bench talk`): not run" in block
+
+
+def test_fanout_nodes_rows_with_and_without_the_one_process_baseline(tmp_path: Path) -> None:
+    """``bench fanout-nodes`` records the one-process round only where a ``fanout.json`` lies
+    in its output folder; without one the round's ``single_process`` is null."""
+    one_process = {"delay_s": _dist(0.031, 0.06, p99=0.074)}
+    rounds = [
+        {
+            "listeners": 1000,
+            "nodes": 2,
+            "delay_s": _dist(0.026, 0.046, p99=0.056),
+            "finals": {"listeners_exact": 1000},
+            "server_cpu_cores": [0.65, 0.04],
+            "redis_cpu_cores": 0.0,
+            "single_process": single,
+        }
+        for single in (None, one_process)
+    ]
+    _write(tmp_path, "fanout-nodes.json", {"command": "x", "rounds": rounds})
+
+    block = render(sections(tmp_path))
+
+    without, with_baseline = [
+        line for line in block.splitlines() if line.startswith("| 1000 listeners on 2 processes")
+    ]
+    assert "26 / 46 ms (p99 56 ms)" in without and "one process" not in without
+    assert "(one process: 31 / 60 ms (p99 74 ms))" in with_baseline
