@@ -17,9 +17,10 @@ from app.errors import error
 from engine import languages
 from engine.audio import AudioFormatError, decode_pcm16
 from engine.events import Question
+from engine.panel import MAX_NAME
 from engine.presenting import check_credentials
 from engine.refusals import Refusal, Refused
-from engine.session import MAX_NAME, MAX_QUESTION_S, Session
+from engine.session import MAX_QUESTION_S, Session
 from engine.store.base import SpeakerRecord
 
 MAX_QUESTION_BYTES = MAX_QUESTION_S * 16000 * 2
@@ -72,7 +73,7 @@ async def add_speaker(request: Request) -> Response:
     language = _language(session, data.get("language", session.record.source_language))
     if not services_of(request).engine().recognition.can_recognise(language):
         return error(422, f"no recognition model for {language!r} on this server")
-    speaker, token = await session.add_speaker(name, language)
+    speaker, token = await session.speakers.add(name, language)
     return JSONResponse(
         {
             **speaker_json(session, speaker),
@@ -91,7 +92,7 @@ async def whoami(request: Request) -> Response:
     if isinstance(session, JSONResponse):
         return session
     token = bearer(request)
-    speaker = session.speaker_with_token(token) if token else None
+    speaker = session.speakers.with_token(token) if token else None
     if not token:
         raise Refused(Refusal.NO_CREDENTIALS, "a presenter or speaker token is required")
     if speaker is None:

@@ -58,7 +58,7 @@ def speaker_of(session: Session, token: str | None) -> SpeakerRecord:
     """The speaker (the presenter, or a panel's speaker) whose token this is."""
     if not token:
         raise Refused(Refusal.NO_CREDENTIALS, "presenter or speaker token required")
-    speaker = session.speaker_with_token(token)
+    speaker = session.speakers.with_token(token)
     if speaker is None:
         raise Refused(Refusal.BAD_CREDENTIALS, "wrong presenter token")
     return speaker

@@ -4,16 +4,13 @@ One pipeline per session however many listeners: the session recognises each spe
 once and publishes each event once (engine/publisher.py). A session is built whole by
 :class:`engine.factory.SessionFactory`; nothing is attached to it afterwards.
 
-Speakers: the presenter is the first; a panel adds more, each with a token of their own and a
-language. Each speaker has at most one live stream, and the session at most
-``MAX_LIVE_SPEAKERS`` at once. In a panel every caption names its speaker.
+Speakers (engine/panel.py): the presenter is the first; a panel adds more. Each speaker has
+at most one live stream, and the session at most ``MAX_LIVE_SPEAKERS`` at once.
 """
 
 from __future__ import annotations
 
 import functools
-import hmac
-import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +27,8 @@ from engine.events import (
     Event,
     Question,
     SessionState,
-    Speaker,
 )
+from engine.panel import Speakers
 from engine.publisher import Publisher
 from engine.questions import QuestionBox
 from engine.recognition.resources import Recognition
@@ -42,14 +39,7 @@ from engine.revisions import Remake
 from engine.session_questions import MAX_QUESTION_S as MAX_QUESTION_S  # app/panel_api.py
 from engine.session_questions import SessionQuestions
 from engine.speech.stage import SessionSpeaker
-from engine.store.base import (
-    SessionRecord,
-    SessionStore,
-    SpeakerRecord,
-    hash_token,
-    new_token,
-    presenter_speaker,
-)
+from engine.store.base import SessionRecord, SessionStore, SpeakerRecord
 from engine.stream import PresenterStream, StreamLimits
 from engine.telemetry import Observer
 from engine.terms import Term, glossary_with, recognition_hint
@@ -58,11 +48,6 @@ from engine.workers import WorkerPool
 
 MAX_LIVE_SPEAKERS = 4
 """Speakers of one session who may stream at the same time."""
-
-MAX_SPEAKERS = 12
-"""Speakers one session may have, the presenter included."""
-
-MAX_NAME = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +92,7 @@ class Session:
         self.speaker = speaker
         self.pushes = pushes
         self._continuity = Continuity(finals)
-        self.speakers: list[SpeakerRecord] = [presenter_speaker(record), *speakers]
+        self.speakers = Speakers(record, speakers, ports.store, ports.store_pool)
         self.streams: dict[str, PresenterStream] = {}
         """Each speaker's stream (the newest one, live or finished)."""
         self._glossary: dict[str, dict[str, str]] = {}
@@ -160,42 +145,6 @@ class Session:
     def live(self) -> bool:
         """Whether any speaker's stream is open."""
         return bool(self.live_streams)
-
-    @property
-    def panel(self) -> bool:
-        """Whether the session has more than one speaker (its captions name them)."""
-        return len(self.speakers) > 1
-
-    def speaker_with_token(self, token: str) -> SpeakerRecord | None:
-        """The speaker whose token this is (constant-time comparisons), or None."""
-        found = None
-        for speaker in self.speakers:
-            if hmac.compare_digest(hash_token(token), speaker.token_hash):
-                found = speaker
-        return found
-
-    def label(self, speaker_id: str) -> Speaker | None:
-        """What a caption of this speaker names, in a panel; None otherwise."""
-        if not self.panel:
-            return None
-        record = next((s for s in self.speakers if s.id == speaker_id), None)
-        return None if record is None else Speaker(record.id, record.name)
-
-    async def add_speaker(self, name: str, language: str) -> tuple[SpeakerRecord, str]:
-        """A new speaker of the panel and their token (the only time it is seen)."""
-        if len(self.speakers) >= MAX_SPEAKERS:
-            raise Refused(Refusal.AT_CAPACITY, f"a session has at most {MAX_SPEAKERS} speakers")
-        token = new_token()
-        speaker = SpeakerRecord(
-            id=secrets.token_hex(4),
-            name=name.strip()[:MAX_NAME] or f"Speaker {len(self.speakers) + 1}",
-            language=language,
-            token_hash=hash_token(token),
-            position=len(self.speakers),
-        )
-        await self._ports.store_pool.run(self._ports.store.add_speaker, self.code, speaker)
-        self.speakers.append(speaker)
-        return speaker, token
 
     @property
     def glossary(self) -> Mapping[str, Mapping[str, str]]:
@@ -342,7 +291,7 @@ class Session:
             observer=self.observer,
             on_closed=self._stream_closed,
             tenancy=self._ports.recognition.pool.tenancy,
-            label=functools.partial(self.label, speaker.id),
+            label=functools.partial(self.speakers.label, speaker.id),
             speaker_id=speaker.id,
         )
         self.streams[speaker.id] = stream

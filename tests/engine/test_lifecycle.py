@@ -263,8 +263,8 @@ async def test_a_panels_speakers_each_count_and_a_server_behind_takes_no_more(
 ) -> None:
     engine.presenting.max_live_streams = 3
     panel, token = await engine.registry.create("Panel", "en", ())
-    _, bo_token = await panel.add_speaker("Bo", "en")
-    _, cy_token = await panel.add_speaker("Cy", "en")
+    _, bo_token = await panel.speakers.add("Bo", "en")
+    _, cy_token = await panel.speakers.add("Cy", "en")
     first = await engine.presenting.start(panel, StartRequest(token, 16000))
     second = await engine.presenting.start(panel, StartRequest(bo_token, 16000))
     assert engine.presenting.live_streams() == 2  # streams, not sessions
@@ -287,7 +287,7 @@ async def test_streams_beyond_the_pools_threads_shed_context_while_they_share_it
     engine.presenting.max_live_streams = 2
     (asr,) = [pool for pool in engine.workers if pool.name == "asr"]  # one thread
     panel, token = await engine.registry.create("Panel", "en", ())
-    _, bo_token = await panel.add_speaker("Bo", "en")
+    _, bo_token = await panel.speakers.add("Bo", "en")
 
     async def spoken(*presentations: Presentation) -> None:
         for _ in range(3):  # a little at a time: never a backlog to shed for
