@@ -34,7 +34,6 @@ from models.apertium_modes import (
     MODES_DIR,
     ApertiumUnavailable,
     Mode,
-    available_routes,
     find_route,
     pipeline_stages,
 )
@@ -254,13 +253,6 @@ class ApertiumTranslator:
         self.source = self.route.source
         self.target = self.route.target
         self.pipelines = tuple(ModePipeline(mode, timeout_s=timeout_s) for mode in self.route.modes)
-
-    @staticmethod
-    def available_routes(
-        modes_dir: Path = MODES_DIR, pivots: Sequence[str] = DEFAULT_PIVOTS
-    ) -> list[tuple[str, str, list[str]]]:
-        """``(source, target, mode names)`` for every direction the installed modes allow."""
-        return available_routes(modes_dir, pivots)
 
     def translate(self, text: str) -> str:
         """``text`` translated, as one line (newlines and runs of spaces collapse).
