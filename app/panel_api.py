@@ -20,7 +20,8 @@ from engine.events import Question
 from engine.panel import MAX_NAME
 from engine.presenting import check_credentials
 from engine.refusals import Refusal, Refused
-from engine.session import MAX_QUESTION_S, Session
+from engine.session import Session
+from engine.session_questions import MAX_QUESTION_S
 from engine.store.base import SpeakerRecord
 
 MAX_QUESTION_BYTES = MAX_QUESTION_S * 16000 * 2

@@ -18,9 +18,10 @@ from typing import Literal
 from engine import languages
 from engine.delivery.hub import Hub, Subscription
 from engine.recognition.resources import Recognition
+from engine.recognizers import AUTO
 from engine.refusals import Refusal, Refused
 from engine.registry import SessionRegistry
-from engine.session import AUTO, Session
+from engine.session import Session
 from engine.store.base import SpeakerRecord, verify_token
 from engine.stream import PresenterStream, StreamLimits
 

@@ -32,11 +32,9 @@ from engine.panel import Speakers
 from engine.publisher import Publisher
 from engine.questions import QuestionBox
 from engine.recognition.resources import Recognition
-from engine.recognizers import AUTO as AUTO  # presenting.py asks for detection by it
 from engine.recognizers import StreamRecognizers
 from engine.refusals import Refusal, Refused
 from engine.revisions import Remake
-from engine.session_questions import MAX_QUESTION_S as MAX_QUESTION_S  # app/panel_api.py
 from engine.session_questions import SessionQuestions
 from engine.speech.stage import SessionSpeaker
 from engine.store.base import SessionRecord, SessionStore, SpeakerRecord
