@@ -20,116 +20,16 @@ from engine.events import Caption, SessionState, Speaker
 from engine.store.base import (
     SESSION_STATES,
     CodeTaken,
-    SchemaTooNew,
     SessionExists,
     SessionRecord,
     SpeakerRecord,
-    StoreError,
     UnknownSession,
     normalise_code,
 )
+from engine.store.sqlite_schema import migrate
 
 _T = TypeVar("_T")
 
-
-# Schema migrations: MIGRATIONS[n] brings a database from user_version n to n + 1.
-# Append new entries; never edit one that has shipped.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """
-        CREATE TABLE sessions (
-            id TEXT PRIMARY KEY,
-            code TEXT NOT NULL UNIQUE,
-            title TEXT NOT NULL,
-            source_language TEXT NOT NULL,
-            target_languages TEXT NOT NULL,
-            token_hash TEXT NOT NULL,
-            state TEXT NOT NULL CHECK (state IN ('waiting', 'live', 'ended')),
-            created_at REAL NOT NULL,
-            ended_at REAL
-        )
-        """,
-        """
-        CREATE TABLE finals (
-            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-            seq INTEGER NOT NULL,
-            segment INTEGER NOT NULL,
-            lang TEXT NOT NULL,
-            source INTEGER NOT NULL,
-            text TEXT NOT NULL,
-            start REAL NOT NULL,
-            "end" REAL NOT NULL,
-            PRIMARY KEY (session_id, seq)
-        ) WITHOUT ROWID
-        """,
-        "CREATE INDEX finals_by_lang ON finals (session_id, lang, seq)",
-    ),
-    (
-        # A session may be paused; a SQLite CHECK changes only by rebuilding its table
-        # (foreign keys are off while migrating: finals keep pointing at "sessions").
-        """
-        CREATE TABLE sessions_new (
-            id TEXT PRIMARY KEY,
-            code TEXT NOT NULL UNIQUE,
-            title TEXT NOT NULL,
-            source_language TEXT NOT NULL,
-            target_languages TEXT NOT NULL,
-            token_hash TEXT NOT NULL,
-            state TEXT NOT NULL CHECK (state IN ('waiting', 'live', 'paused', 'ended')),
-            created_at REAL NOT NULL,
-            ended_at REAL
-        )
-        """,
-        "INSERT INTO sessions_new SELECT * FROM sessions",
-        "DROP TABLE sessions",
-        "ALTER TABLE sessions_new RENAME TO sessions",
-        # A final's revision (a person's correction), the source segments a translation
-        # covers (JSON list) and who said it (JSON object), all optional.
-        "ALTER TABLE finals ADD COLUMN rev INTEGER NOT NULL DEFAULT 0",
-        "ALTER TABLE finals ADD COLUMN sources TEXT",
-        "ALTER TABLE finals ADD COLUMN speaker TEXT",
-    ),
-    (
-        # The speakers of a panel (the presenter, the first, is not stored).
-        """
-        CREATE TABLE speakers (
-            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-            id TEXT NOT NULL,
-            name TEXT NOT NULL,
-            language TEXT NOT NULL,
-            token_hash TEXT NOT NULL,
-            position INTEGER NOT NULL,
-            PRIMARY KEY (session_id, id)
-        ) WITHOUT ROWID
-        """,
-    ),
-    (
-        # The session's term list (JSON, engine/terms.py) and the editor tokens the
-        # presenter made (hashed, like the presenter token).
-        "ALTER TABLE sessions ADD COLUMN terms TEXT",
-        """
-        CREATE TABLE editors (
-            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-            token_hash TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            PRIMARY KEY (session_id, token_hash)
-        ) WITHOUT ROWID
-        """,
-    ),
-    (
-        # Private sessions: the listener passcode (hashed) and the listener tokens granted.
-        "ALTER TABLE sessions ADD COLUMN passcode_hash TEXT",
-        """
-        CREATE TABLE listener_tokens (
-            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-            token_hash TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            PRIMARY KEY (session_id, token_hash)
-        ) WITHOUT ROWID
-        """,
-    ),
-)
-SCHEMA_VERSION = len(MIGRATIONS)
 
 _SESSION_COLUMNS = (
     "id, code, title, source_language, target_languages, token_hash, state, created_at, "
@@ -164,46 +64,10 @@ class SqliteSessionStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={synchronous}")
             self._conn.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            migrate(self._conn)
         except BaseException:
             self._conn.close()
             raise
-
-    def _migrate(self) -> None:
-        version = self._user_version()
-        if version > SCHEMA_VERSION:
-            raise SchemaTooNew(
-                f"database schema version {version} is newer than this program's "
-                f"({SCHEMA_VERSION}); upgrade the program"
-            )
-        if version == SCHEMA_VERSION:
-            return
-        # Foreign keys are off while tables are rebuilt (the pragma is a no-op inside a
-        # transaction, so it is set before it). BEGIN IMMEDIATE takes the write lock, so two
-        # processes opening a new file at once migrate it once: the second re-reads the
-        # version inside its transaction.
-        self._conn.execute("PRAGMA foreign_keys=OFF")
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = self._user_version()
-            for statements in MIGRATIONS[version:]:
-                for statement in statements:
-                    self._conn.execute(statement)
-            # PRAGMA takes no parameters; SCHEMA_VERSION is an int constant.
-            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION:d}")
-            broken = self._conn.execute("PRAGMA foreign_key_check").fetchall()
-            if broken:
-                raise StoreError(f"migration left rows without their session: {broken[:3]}")
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        finally:
-            self._conn.execute("PRAGMA foreign_keys=ON")
-
-    def _user_version(self) -> int:
-        row = self._conn.execute("PRAGMA user_version").fetchone()
-        return int(row[0])
 
     def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         with self._lock:

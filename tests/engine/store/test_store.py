@@ -30,7 +30,8 @@ from engine.store.base import (
     new_token,
     verify_token,
 )
-from engine.store.sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteSessionStore
+from engine.store.sqlite import SqliteSessionStore
+from engine.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
