@@ -46,6 +46,10 @@ COMMANDS: dict[str, Command] = {
     "soak": Command(
         "bench.soak", "a 30-minute real-time session: caption lag, memory growth, CPU over time"
     ),
+    "memory": Command(
+        "bench.memory",
+        "server memory with each set of models: ready, at rest, live with a listener, after",
+    ),
     "churn": Command(
         "bench.churn",
         "many short sessions one after another: server memory and open files, start to end",

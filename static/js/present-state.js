@@ -122,7 +122,7 @@ export function transportOf(value) {
 
 /** The transport to begin with: the `saved` one if this browser has it (`hasWebRtc`). */
 export function chosenTransport(saved, hasWebRtc) {
-  return saved === 'webrtc' && hasWebRtc ? 'webrtc' : 'websocket';
+  return hasWebRtc ? transportOf(saved) : 'websocket';
 }
 
 /** The words for a failure to start or go on: the browser's microphone errors by name, any

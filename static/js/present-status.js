@@ -9,20 +9,17 @@ export class ConsoleStatus {
   /**
    * @param {{stats: object, hasToken: boolean,
    *          controls: {start: HTMLButtonElement, stop: HTMLButtonElement,
-   *                     end: HTMLButtonElement, transport: HTMLSelectElement|null}}} options
+   *                     end: HTMLButtonElement, transport: HTMLSelectElement|null},
+   *          view: {status: HTMLElement, statusText: HTMLElement, error: HTMLElement,
+   *                 levelBar: HTMLElement}}} options
    *   stats: the console's counters (./present-state.js `newStats`); `state`, `lastError` are
-   *   written here.
+   *   written here. view: the status line, its text, the error box and the level meter's bar.
    */
-  constructor({ stats, hasToken, controls }) {
+  constructor({ stats, hasToken, controls, view }) {
     this.stats = stats;
     this.hasToken = hasToken;
     this.controls = controls;
-    this.ui = {
-      status: document.getElementById('status'),
-      statusText: document.getElementById('status-text'),
-      error: document.getElementById('error'),
-      levelBar: document.getElementById('level-bar'),
-    };
+    this.ui = view;
     this.liveSince = 0;
     this.clock = null;
   }

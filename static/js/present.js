@@ -56,6 +56,12 @@ const status = new ConsoleStatus({
   stats,
   hasToken: Boolean(token),
   controls: { start: ui.start, stop: ui.stop, end: ui.endSession, transport: ui.transport },
+  view: {
+    status: document.getElementById('status'),
+    statusText: document.getElementById('status-text'),
+    error: document.getElementById('error'),
+    levelBar: document.getElementById('level-bar'),
+  },
 });
 const showError = (message) => status.showError(message);
 const settings = new AudioSettings({
