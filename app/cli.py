@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from app.settings import Settings
+from app.settings import Settings, SettingsError
 from engine.telemetry import session_code
 
 
@@ -43,19 +43,8 @@ def _prepare(settings: Settings) -> None:
             print(f"voice {', '.join(kokoro)}: Kokoro at {files.model}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="interp", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the web server")
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
-    serve.add_argument("--log-level", default="info")
-    sub.add_parser("prepare", help="verify and prepare the offline models")
-    args = parser.parse_args(argv)
-
-    if args.command == "prepare":
-        _prepare(Settings.from_env())
-        return 0
+def _serve(args: argparse.Namespace) -> int:
+    """Check the settings, then serve until interrupted."""
     overrides: dict[str, object] = {}
     if args.host:
         overrides["host"] = args.host
@@ -63,9 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         overrides["port"] = args.port
     settings = Settings.from_env(None, **overrides)
 
-    import uvicorn
-
     from app.main import create_app
+
+    app = create_app(settings)  # refuses bad settings before anything starts
+
+    import uvicorn
 
     handler = logging.StreamHandler()
     handler.addFilter(SessionFilter())
@@ -74,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     uvicorn.run(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         log_level=args.log_level,
@@ -85,6 +76,25 @@ def main(argv: list[str] | None = None) -> int:
         timeout_graceful_shutdown=30,
     )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="interp", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the web server")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--log-level", default="info")
+    sub.add_parser("prepare", help="verify and prepare the offline models")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "prepare":
+            _prepare(Settings.from_env())
+            return 0
+        return _serve(args)
+    except SettingsError as error:
+        print(f"interp: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from app.services import (
     Services,
     TranscriberFactory,
     build_services,
+    check_settings,
     load_engine,
     whisper_factory,
 )
@@ -208,6 +209,7 @@ def create_app(
     settings: Settings | None = None, *, transcriber_factory: TranscriberFactory | None = None
 ) -> Starlette:
     settings = settings or Settings.from_env()
+    check_settings(settings)
     factory = transcriber_factory or whisper_factory
 
     @contextlib.asynccontextmanager

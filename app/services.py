@@ -19,7 +19,7 @@ from typing import TypeVar
 from app.nodes import Backends
 from app.push_http import HttpPoster
 from app.ratelimit import SlidingWindowLimit
-from app.settings import Settings
+from app.settings import Settings, SettingsError, parse_flag
 from engine.access import ListenerAccess
 from engine.delivery.hub import Hub
 from engine.delivery.push import PushPolicy
@@ -192,18 +192,28 @@ Config = TypeVar("Config", RecognizerConfig, PaceConfig)
 def _overridden(
     config: Config, overrides: Mapping[str, str], variable: str, fixed: frozenset[str] = frozenset()
 ) -> Config:
-    """``config`` with the fields named in ``overrides`` replaced, each parsed as its type."""
+    """``config`` with the fields named in ``overrides`` replaced, each parsed as its type;
+    :class:`SettingsError` naming ``variable`` for an unknown field or a value of the wrong
+    type."""
     known = {f.name for f in fields(config)}
     changes: dict[str, object] = {}
     for name, text in overrides.items():
         if name not in known or name in fixed:
-            raise ValueError(f"{variable}: unknown field {name!r}")
+            raise SettingsError(f"{variable}: unknown field {name!r}")
         current = getattr(config, name)
-        if isinstance(current, bool):
-            changes[name] = text.lower() in ("1", "true", "yes")
-        else:
-            changes[name] = type(current)(text)
+        parse = parse_flag if isinstance(current, bool) else type(current)
+        try:
+            changes[name] = parse(text)
+        except ValueError as error:
+            raise SettingsError(f"{variable}: {name}={text!r}: {error}") from error
     return replace(config, **changes)  # type: ignore[arg-type]
+
+
+def check_settings(settings: Settings) -> None:
+    """Refuse now what loading the engine would refuse later (:class:`SettingsError`): the
+    recogniser's and the speech stage's overrides (``INTERP_RECOGNIZER``, ``INTERP_PACE``)."""
+    recognizer_defaults(settings)
+    pace_defaults(settings)
 
 
 def build_services(settings: Settings, backends: Backends, observer: Observer) -> Services:

@@ -30,6 +30,10 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+class SettingsError(ValueError):
+    """An environment variable holds a value the server cannot use; the message names it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -133,17 +137,28 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         """Settings from ``INTERP_*`` variables (and ``HOST``/``PORT``); ``overrides`` win."""
         env = os.environ if env is None else env
-        values: dict[str, object] = {
-            field_name: parse(env[name])
-            for name, (field_name, parse) in ENVIRONMENT.items()
-            if name in env
-        }
+        values: dict[str, object] = {}
+        for name, (field_name, parse) in ENVIRONMENT.items():
+            if name in env:
+                try:
+                    values[field_name] = parse(env[name])
+                except ValueError as error:
+                    raise SettingsError(f"{name}={env[name]!r}: {error}") from error
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
 
 
-def _flag(text: str) -> bool:
-    return text.strip().lower() not in ("0", "false", "no", "off")
+FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True}
+FLAG_WORDS |= {"0": False, "false": False, "no": False, "off": False}
+
+
+def parse_flag(text: str) -> bool:
+    """An on/off setting: ``1``, ``true``, ``yes``, ``on`` or ``0``, ``false``, ``no``,
+    ``off`` (any case); anything else is refused, so a typo never flips a switch silently."""
+    try:
+        return FLAG_WORDS[text.strip().lower()]
+    except KeyError:
+        raise ValueError(f"expected 1 or 0 (true/false, yes/no, on/off), got {text!r}") from None
 
 
 def _origins(text: str) -> tuple[str, ...]:
@@ -160,26 +175,26 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "INTERP_DATA_DIR": ("data_dir", Path),
     "INTERP_CACHE_DIR": ("cache_dir", Path),
     "INTERP_ASR_MODELS": ("asr_models", _parse_map),
-    "INTERP_MULTILINGUAL": ("load_multilingual", _flag),
+    "INTERP_MULTILINGUAL": ("load_multilingual", parse_flag),
     "INTERP_CT2_MODELS": ("ct2_models", _parse_map),
-    "INTERP_APERTIUM": ("apertium", _flag),
-    "INTERP_WHISPER_TRANSLATE": ("whisper_translate", _flag),
-    "INTERP_SPEECH_DRAFTS": ("speech_drafts", _flag),
-    "INTERP_SPEECH_FINALS_FULL_WINDOW": ("speech_finals_full_window", _flag),
+    "INTERP_APERTIUM": ("apertium", parse_flag),
+    "INTERP_WHISPER_TRANSLATE": ("whisper_translate", parse_flag),
+    "INTERP_SPEECH_DRAFTS": ("speech_drafts", parse_flag),
+    "INTERP_SPEECH_FINALS_FULL_WINDOW": ("speech_finals_full_window", parse_flag),
     "INTERP_WS": ("websocket_impl", str),
-    "INTERP_SHORT_WINDOW": ("short_window", _flag),
+    "INTERP_SHORT_WINDOW": ("short_window", parse_flag),
     "INTERP_CPU_THREADS": ("cpu_threads", int),
     "INTERP_ENCODER_THREADS": ("encoder_threads", int),
     "INTERP_ASR_WORKERS": ("asr_workers", _at_least_one),
-    "INTERP_REFINE": ("refine", _flag),
+    "INTERP_REFINE": ("refine", parse_flag),
     "INTERP_RECOGNIZER": ("recognizer", _parse_map),
-    "INTERP_SPEECH": ("speech", _flag),
+    "INTERP_SPEECH": ("speech", parse_flag),
     "INTERP_VOICES": ("voices", _parse_map),
-    "INTERP_NATURAL_VOICES": ("natural_voices", _flag),
+    "INTERP_NATURAL_VOICES": ("natural_voices", parse_flag),
     "INTERP_PACE": ("pace", _parse_map),
     "INTERP_TTS_THREADS": ("tts_threads", int),
     "INTERP_TTS_NICE": ("tts_nice", int),
-    "INTERP_TTS_IDLE": ("tts_idle", _flag),
+    "INTERP_TTS_IDLE": ("tts_idle", parse_flag),
     "INTERP_ALLOWED_ORIGINS": ("allowed_origins", _origins),
     "REDIS_URL": ("redis_url", str),
     "INTERP_MAX_LIVE_STREAMS": ("max_live_streams", int),
