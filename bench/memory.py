@@ -36,7 +36,7 @@ from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, load_recording
 from bench.replay import ReplayError, present, trimmed
 from bench.resources import RssSampler, machine_info
-from bench.server import ServerHandle, server_under_test
+from bench.server import ServerError, ServerHandle, server_under_test
 from bench.speech import ListenerLog, record_listener
 from bench.translation_replay import create_translated_session
 
@@ -77,12 +77,13 @@ class MemorySettings:
 
 @dataclass(frozen=True, slots=True)
 class ConfigRun:
-    """One configuration's readings, in bytes; ``error`` when the live part failed."""
+    """One configuration's readings, in bytes; ``error`` when its server did not start
+    (no readings) or its live part failed (none from there on)."""
 
     name: str
     env: Mapping[str, str]
-    ready_bytes: int
-    rest_bytes: int
+    ready_bytes: int | None
+    rest_bytes: int | None
     live_peak_bytes: int | None
     after_bytes: int | None
     finals: int
@@ -133,15 +134,19 @@ async def measure_config(
 ) -> ConfigRun:
     """Start a server with ``env``, read it at rest, live and after."""
     log_path = settings.out / f"server-memory-{'-'.join(name.split())}.log"
-    async with server_under_test(None, None, log_path, settings.ready_timeout, env) as server:
-        assert server.pid is not None
-        ready = int(psutil.Process(server.pid).memory_info().rss)
-        rest = await rss_at_rest(server.pid, settings)
-        try:
-            rss, log = await live_session(server, recording, settings.lang)
-        except (ReplayError, OSError, TimeoutError) as error:
-            return ConfigRun(name, env, ready, rest, None, None, 0, 0, 0, error=repr(error))
-        after = await rss_at_rest(server.pid, settings)
+    try:
+        async with server_under_test(None, None, log_path, settings.ready_timeout, env) as server:
+            assert server.pid is not None
+            ready = int(psutil.Process(server.pid).memory_info().rss)
+            rest = await rss_at_rest(server.pid, settings)
+            try:
+                rss, log = await live_session(server, recording, settings.lang)
+            except (ReplayError, OSError, TimeoutError) as error:
+                return ConfigRun(name, env, ready, rest, None, None, 0, 0, 0, error=repr(error))
+            after = await rss_at_rest(server.pid, settings)
+    except ServerError as error:
+        first_line = str(error).splitlines()[0]
+        return ConfigRun(name, env, None, None, None, None, 0, 0, 0, error=first_line)
     kinds = [str(header.get("voice", "")) for _, header, _ in log.chunks]
     return ConfigRun(
         name,

@@ -1,5 +1,5 @@
 """``python -m bench memory``: its settings, the wait for memory at rest and its report
-(bench.memory; no server is started)."""
+(bench.memory; the one server it starts refuses its settings at once)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from bench.memory import (
     CONFIGS,
     ConfigRun,
     MemorySettings,
+    measure_config,
     parse_config,
     report_json,
     report_markdown,
     rss_at_rest,
 )
+from bench.recordings import Recording
 
 MIB = 2**20
 
@@ -82,3 +84,19 @@ def test_the_report_has_a_row_per_configuration_and_names_a_failure(tmp_path: Pa
     assert "| defaults | none | 600 | 670 | 980 | 950 | 9 | 30 / 4 |" in markdown
     assert "| English only | `INTERP_MULTILINGUAL=0` | 300 | 310 | failed: ReplayError" in markdown
     assert "first 45 s of talk.wav" in markdown
+
+
+def test_a_configuration_whose_server_refuses_to_start_is_reported_not_fatal(
+    tmp_path: Path,
+) -> None:
+    silence = Recording("silence", tmp_path / "silence.wav", "", 16000, bytes(3200))
+    run = asyncio.run(
+        measure_config(
+            "typo", {"INTERP_SPEECH": "of"}, silence, _settings(tmp_path, settle_timeout=5.0)
+        )
+    )
+    assert run.error is not None and "exited with status 2" in run.error
+    assert run.ready_bytes is None and run.live_peak_bytes is None
+    assert "INTERP_SPEECH='of'" in (tmp_path / "server-memory-typo.log").read_text()
+    row = report_markdown(report_json([run], _settings(tmp_path), "python -m bench memory"))
+    assert "| typo | `INTERP_SPEECH=of` | – | – | failed: server exited with status 2" in row
