@@ -177,6 +177,12 @@ def _speech_metrics(held: list[Session]) -> Iterator[Metric]:
         "Pieces spoken by the fast fallback voice because the natural voice fell behind",
         labels=["lang"],
     )
+    stalls = CounterMetricFamily(
+        "interp_speech_stalls",
+        "Natural-voice calls given up on because the listener would have waited too long "
+        "(the fallback spoke their piece)",
+        labels=["lang"],
+    )
     foreseen = CounterMetricFamily(
         "interp_speech_foreseen_pieces",
         "Sentence leads synthesised ahead from a translated draft, and how many a final spoke",
@@ -187,24 +193,27 @@ def _speech_metrics(held: list[Session]) -> Iterator[Metric]:
         if session.speaker is None:
             continue
         for lang, stats in session.speaker.stats.items():
-            row = totals.setdefault(lang, [0.0] * 6)
+            row = totals.setdefault(lang, [0.0] * 7)
             row[0] += stats.pieces
             row[1] += stats.audio_seconds
             row[2] += stats.skipped
             row[3] += stats.fallback_pieces
             row[4] += stats.foreseen_spoken
             row[5] += stats.foreseen - stats.foreseen_spoken
-    for lang, (n, audio, skips, fell_back, used, unused) in sorted(totals.items()):
+            row[6] += stats.stalls
+    for lang, (n, audio, skips, fell_back, used, unused, given_up) in sorted(totals.items()):
         pieces.add_metric([lang], n)
         seconds.add_metric([lang], audio)
         skipped.add_metric([lang], skips)
         fallback.add_metric([lang], fell_back)
+        stalls.add_metric([lang], given_up)
         foreseen.add_metric([lang, "spoken"], used)
         foreseen.add_metric([lang, "unused"], unused)
     yield pieces
     yield seconds
     yield skipped
     yield fallback
+    yield stalls
     yield foreseen
 
 

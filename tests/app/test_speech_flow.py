@@ -187,6 +187,7 @@ async def test_a_spanish_audio_listener_hears_kokoro(kokoro_server: ServerProces
         assert len(pcm_bytes) > 0.2 * 24000 * 2
         assert str(header["text"]) in finals[int(header["segment"])]  # type: ignore[call-overload]
     assert _speech_pieces(kokoro_server, "fallback_pieces").get("es", 0) == 0
+    assert _speech_pieces(kokoro_server, "stalls").get("es", 0) == 0
 
 
 async def test_audio_listeners_hear_every_final_and_others_get_none(
@@ -199,6 +200,7 @@ async def test_audio_listeners_hear_every_final_and_others_get_none(
     stop = asyncio.Event()
     before = _speech_pieces(server)
     fallback_before = _speech_pieces(server, "fallback_pieces").get("es", 0)
+    stalls_before = _speech_pieces(server, "stalls").get("es", 0)
     tasks = [
         asyncio.create_task(_listen(f"{base}?lang=es&audio=1", spanish_audio, stop)),
         asyncio.create_task(_listen(f"{base}?lang=es&audio=0", spanish_text, stop)),
@@ -245,6 +247,8 @@ async def test_audio_listeners_hear_every_final_and_others_get_none(
     assert after["es"] - before.get("es", 0) == len(spanish_audio.audio)
     fast = [h for h, _ in spanish_audio.audio if h["voice"] == "fast"]
     assert _speech_pieces(server, "fallback_pieces")["es"] - fallback_before == len(fast)
+    # A natural call given up on has its piece spoken by the fallback: never more stalls.
+    assert 0 <= _speech_pieces(server, "stalls")["es"] - stalls_before <= len(fast)
     assert after.get("en", 0) == before.get("en", 0)
     metrics = httpx.get(f"{server.url}/metrics").text
     assert 'interp_first_audio_seconds_count{lang="es"}' in metrics
