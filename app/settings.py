@@ -148,8 +148,10 @@ class Settings:
         return cls(**values)  # type: ignore[arg-type]
 
 
-FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True}
-FLAG_WORDS |= {"0": False, "false": False, "no": False, "off": False}
+FLAG_WORDS = {
+    **dict.fromkeys(("1", "true", "yes", "on"), True),
+    **dict.fromkeys(("0", "false", "no", "off"), False),
+}
 
 
 def parse_flag(text: str) -> bool:

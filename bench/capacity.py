@@ -48,8 +48,7 @@ from bench.replay import (
 )
 from bench.resources import CpuUse, RssSampler, cpu_snapshot, cpu_use, machine_info
 from bench.server import ServerHandle, server_arguments, server_under_test
-from bench.speech import ListenerLog, record_listener
-from bench.translation_replay import create_translated_session
+from bench.speech import present_to_listener
 
 DEFAULT_MAX = 4
 """The server's default ``max_live_streams`` (app/settings.py)."""
@@ -240,17 +239,10 @@ async def _present(base_url: str, recording: Recording, speech: str | None) -> P
 
 async def _present_with_listener(base_url: str, recording: Recording, lang: str) -> PresenterLag:
     """A session offering ``lang``, one listener hearing it, the recording in real time."""
-    log = ListenerLog(lang)
-    stop = asyncio.Event()
     try:
-        session = await create_translated_session(base_url, f"bench {recording.id}", "en", [lang])
-        url = base_url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
-        listener = asyncio.create_task(record_listener(f"{url}?lang={lang}&audio=1", log, stop))
-        try:
-            recorded = await present(base_url, session, recording, mode="realtime")
-        finally:
-            stop.set()
-            await listener
+        recorded, log = await present_to_listener(
+            base_url, recording, lang, f"bench {recording.id}"
+        )
     except ReplayError as error:
         return PresenterLag(recording.id, recording.duration, error=str(error))
     kinds = [str(h.get("voice", "")) for _, h, _ in log.chunks]

@@ -34,11 +34,10 @@ from bench.churn import parse_env
 from bench.format import MISSING, fixed, machine_detail, mib, utc_now, write_report_files
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, load_recording
-from bench.replay import ReplayError, present, trimmed
-from bench.resources import RssSampler, machine_info
+from bench.replay import ReplayError, trimmed
+from bench.resources import RssSampler, footprint, machine_info
 from bench.server import ServerError, ServerHandle, server_under_test
-from bench.speech import ListenerLog, record_listener
-from bench.translation_replay import create_translated_session
+from bench.speech import ListenerLog, present_to_listener
 
 CONFIGS: dict[str, dict[str, str]] = {
     "defaults": {},
@@ -57,7 +56,6 @@ DEFAULT_STILL_S = 10.0
 DEFAULT_SETTLE_TIMEOUT_S = 120.0
 DEFAULT_READY_TIMEOUT_S = 180.0
 STILL_POLL_S = 1.0
-LISTENER_CLOSE_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +80,13 @@ class ConfigRun:
 
     name: str
     env: Mapping[str, str]
-    ready_bytes: int | None
-    rest_bytes: int | None
-    live_peak_bytes: int | None
-    after_bytes: int | None
-    finals: int
-    natural_chunks: int
-    fast_chunks: int
+    ready_bytes: int | None = None
+    rest_bytes: int | None = None
+    live_peak_bytes: int | None = None
+    after_bytes: int | None = None
+    finals: int = 0
+    natural_chunks: int = 0
+    fast_chunks: int = 0
     error: str | None = None
 
 
@@ -114,18 +112,8 @@ async def live_session(
     server: ServerHandle, recording: Recording, lang: str
 ) -> tuple[RssSampler, ListenerLog]:
     """One presenter streams ``recording`` in real time; one ``lang`` listener hears it."""
-    log = ListenerLog(lang)
-    stop = asyncio.Event()
     async with RssSampler(server.pid) as rss:
-        session = await create_translated_session(server.base_url, "bench memory", "en", [lang])
-        url = server.base_url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
-        listener = asyncio.create_task(record_listener(f"{url}?lang={lang}&audio=1", log, stop))
-        try:
-            await present(server.base_url, session, recording, mode="realtime")
-        finally:
-            stop.set()
-            async with asyncio.timeout(LISTENER_CLOSE_TIMEOUT_S):
-                await listener
+        _, log = await present_to_listener(server.base_url, recording, lang, "bench memory")
     return rss, log
 
 
@@ -137,16 +125,16 @@ async def measure_config(
     try:
         async with server_under_test(None, None, log_path, settings.ready_timeout, env) as server:
             assert server.pid is not None
-            ready = int(psutil.Process(server.pid).memory_info().rss)
+            ready = footprint(server.pid).rss_bytes
             rest = await rss_at_rest(server.pid, settings)
             try:
                 rss, log = await live_session(server, recording, settings.lang)
             except (ReplayError, OSError, TimeoutError) as error:
-                return ConfigRun(name, env, ready, rest, None, None, 0, 0, 0, error=repr(error))
+                return ConfigRun(name, env, ready, rest, error=repr(error))
             after = await rss_at_rest(server.pid, settings)
     except ServerError as error:
         first_line = str(error).splitlines()[0]
-        return ConfigRun(name, env, None, None, None, None, 0, 0, 0, error=first_line)
+        return ConfigRun(name, env, error=first_line)
     kinds = [str(header.get("voice", "")) for _, header, _ in log.chunks]
     return ConfigRun(
         name,

@@ -46,8 +46,8 @@ import websockets
 from app.settings import Settings
 from bench.format import goal_lines, slashed, write_report_files
 from bench.metrics import distribution, percentile
-from bench.recordings import EVAL_LONGFORM_EN, load_recording, resolve_wavs
-from bench.replay import present
+from bench.recordings import EVAL_LONGFORM_EN, Recording, load_recording, resolve_wavs
+from bench.replay import Replay, present
 from bench.resources import machine_info
 from bench.server import ServerProcess
 from bench.translation_replay import create_translated_session
@@ -115,6 +115,24 @@ async def record_listener(url: str, log: ListenerLog, stop: asyncio.Event) -> No
                 if event.get("lang") == log.lang:
                     log.finals.setdefault(segment, now)
                     log.final_end.setdefault(segment, float(event["end"]))
+
+
+async def present_to_listener(
+    base_url: str, recording: Recording, lang: str, title: str
+) -> tuple[Replay, ListenerLog]:
+    """A session offering ``lang``, one listener hearing it (audio on), ``recording`` streamed
+    into it in real time; the replay and what the listener got."""
+    log = ListenerLog(lang)
+    stop = asyncio.Event()
+    session = await create_translated_session(base_url, title, "en", [lang])
+    url = base_url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
+    listener = asyncio.create_task(record_listener(f"{url}?lang={lang}&audio=1", log, stop))
+    try:
+        recorded = await present(base_url, session, recording, mode="realtime")
+    finally:
+        stop.set()
+        await listener
+    return recorded, log
 
 
 def voice_rtf(langs: Sequence[str], sentences: int, threads: int = 1) -> list[dict[str, Any]]:
