@@ -27,6 +27,10 @@
      The stage's wait"). "Bounded" means the wait stays under ``bound_s`` plus one sentence
      (``SENTENCE_ALLOWANCE_S``) over the whole replay and the total lag does not grow (last
      third of the replay no worse than the first third plus ``bound_s``).
+   - *silences inside a final*: a chunk of a final whose earlier audio has already played
+     out when it arrives leaves the listener in silence mid-sentence (a voice slower than
+     real time, or a natural call waited for before its fallback spoke): the number of such
+     silences, and their seconds in all.
 """
 
 from __future__ import annotations
@@ -199,6 +203,14 @@ def _triple(d: dict[str, Any] | None) -> str:
     return f"{d['p50']} / {d['p95']} / {d['max']}"
 
 
+def _silences(r: dict[str, Any]) -> str:
+    """``n, total / max s`` of a listener's silences inside a final (``0`` when none)."""
+    d = r.get("silences_in_final_s")
+    if not d or not d.get("count"):
+        return "0"
+    return f"{d['count']}, {r['silence_in_final_total_s']} / {d['max']}"
+
+
 def _dist(values: Sequence[float], digits: int = 3) -> dict[str, Any]:
     d = distribution(values)
     return {
@@ -226,9 +238,12 @@ def analyse(log: ListenerLog, replay_start: float, bound_s: float) -> dict[str, 
     played: dict[int, float] = {}  # segment -> seconds of its final's audio played so far
     skipped = 0
     busy_until: dict[int, float] = {}
+    silences: list[float] = []  # inside a final (module docstring)
     for arrival, header, size in log.chunks:
         segment = int(header["segment"])
         skipped += int(header.get("skipped", 0))
+        if segment in busy_until and arrival > play_end:
+            silences.append(arrival - play_end)
         busy_until.setdefault(segment, play_end)
         start = max(arrival, play_end)
         seconds = size / 2 / int(header["sample_rate"])
@@ -270,6 +285,8 @@ def analyse(log: ListenerLog, replay_start: float, bound_s: float) -> dict[str, 
         "lag_s": _dist(lag_values, 2),
         "speech_stage_lag_s": _dist(stage_lags, 2),
         "speech_stage_wait_s": _dist(stage_waits, 2),
+        "silences_in_final_s": _dist(silences, 2),
+        "silence_in_final_total_s": round(sum(silences), 2),
         "first_audio_values_s": [round(v, 3) for v in idle + waited],
         "lag_series": [[round(at - replay_start, 2), round(lag, 3)] for at, lag in lags],
         "lag_first_third_max_s": round(max(lag_values[:third]), 2) if lags else None,
@@ -353,8 +370,9 @@ def report_markdown(report: dict[str, Any]) -> str:
             "| first audio, idle voice p50 / p95 s | first audio, idle natural voice p50 / p95 s "
             "| first audio, all p50 / p95 s | speech stage lag p50 / p95 / max s "
             "| speech stage wait p50 / p95 / max s "
-            "| total lag p50 / p95 / max s | total lag max, first / last third s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| total lag p50 / p95 / max s | total lag max, first / last third s "
+            "| silences inside a final: n, total / max s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in run["listeners"]:
             lines.append(
@@ -369,7 +387,8 @@ def report_markdown(report: dict[str, Any]) -> str:
                 f"{r['speech_stage_lag_s']['max']} | "
                 f"{_triple(r.get('speech_stage_wait_s'))} | "
                 f"{r['lag_s']['p50']} / {r['lag_s']['p95']} / {r['lag_s']['max']} | "
-                f"{r['lag_first_third_max_s']} / {r['lag_last_third_max_s']} |"
+                f"{r['lag_first_third_max_s']} / {r['lag_last_third_max_s']} | "
+                f"{_silences(r)} |"
             )
     lines += goal_lines(report["goals"])
     m = report["machine"]

@@ -47,3 +47,15 @@ def test_without_a_translation_final_the_source_caption_end_is_used() -> None:
     result = analyse(log, replay_start=0.0, bound_s=6.0)
     assert result["lag_series"] == [[3.0, 3.0]]
     assert result["speech_stage_wait_s"]["count"] == 0
+
+
+def test_a_chunk_arriving_after_its_final_has_played_out_is_a_silence_inside_it() -> None:
+    log = ListenerLog("es", finals={1: 10.0, 2: 20.0}, final_end={1: 0.0, 2: 0.0})
+    # Segment 1: 2 s of audio from 10.0, the next piece arrives at 12.5 (0.5 s of silence),
+    # the last one while the one before still plays. Segment 2's first chunk starts a new
+    # final: a pause between finals is not a silence inside one.
+    log.chunks += [chunk(10.0, 1, 2.0), chunk(12.5, 1, 1.0), chunk(13.0, 1, 1.0)]
+    log.chunks.append(chunk(20.0, 2, 1.0))
+    result = analyse(log, replay_start=0.0, bound_s=6.0)
+    assert result["silences_in_final_s"]["count"] == 1
+    assert result["silence_in_final_total_s"] == 0.5
