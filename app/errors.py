@@ -1,5 +1,5 @@
 """How refusals and unreadiness reach HTTP clients: one table of statuses, used by every
-HTTP route (the presenter socket has its own table of close codes, app/present.py)."""
+HTTP route (each socket has its own table of close codes: app/present.py, app/listen.py)."""
 
 from __future__ import annotations
 
