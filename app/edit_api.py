@@ -7,7 +7,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from app.api import bearer, json_body, services_of, session_or_404
+from app.api import bearer, follower_session, json_body, services_of, session_or_404
 from app.errors import error
 from engine.events import to_dict
 from engine.terms import TermError, parse_terms, terms_json
@@ -26,7 +26,9 @@ async def create_editor(request: Request) -> Response:
 
 
 async def get_terms(request: Request) -> Response:
-    session = await session_or_404(request)
+    """``GET /api/sessions/{code}/terms``: whoever may follow the session (a private one's
+    token, as for the glossary)."""
+    session = await follower_session(request)
     if isinstance(session, JSONResponse):
         return session
     return JSONResponse({"code": session.code, "terms": terms_json(session.terms)})

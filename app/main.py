@@ -103,7 +103,9 @@ async def edit_page(request: Request) -> Response:
         "edit.html",
         {
             "code": record.code,
-            "title": record.title,
+            # A private session's title needs a token (the page takes it from the fragment).
+            "title": "Private session" if record.private else record.title,
+            "private": record.private,
             "source_language": record.source_language,
             "languages": [record.source_language, *record.target_languages],
         },

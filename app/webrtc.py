@@ -1,9 +1,10 @@
 """WebRTC with aiortc: ``POST /api/sessions/{code}/webrtc/offer`` (docs/protocol.md).
 
-``role: present`` (presenter token required): the peer sends one audio track. One task reads
-it (``await track.recv()`` until ``MediaStreamError``), resamples to 16 kHz mono and feeds
-the same :class:`engine.session.PresenterStream` as the presenter WebSocket; everything after
-ingest is shared. If the peer also opens a data channel, the server sends on it the text
+``role: present`` (the presenter's or a panel speaker's token, as on the presenter socket):
+the peer sends one audio track. One task reads it (``await track.recv()`` until
+``MediaStreamError``), resamples to 16 kHz mono and feeds the same
+:class:`engine.session.PresenterStream` as the presenter WebSocket; everything after ingest
+is shared. If the peer also opens a data channel, the server sends on it the text
 messages the presenter socket would (``ready``, every event, ``ended``) and takes
 ``{"type": "stop"}``. The stream is finalised as on Stop when the peer sends ``stop``, when
 its track ends, or when its connection closes, fails or never connects.
@@ -47,7 +48,7 @@ from app.webrtc_offer import Offer, OfferError, audio_directions, parse_offer
 from app.webrtc_peer import Peer, PeerRegistry
 from app.webrtc_presenter import PresenterPeer
 from engine import languages
-from engine.presenting import Presenting, StartRequest, check_credentials
+from engine.presenting import Presenting, StartRequest, speaker_of
 from engine.refusals import Refused
 from engine.session import Session
 
@@ -134,7 +135,7 @@ async def _answer_presenter(
     offer: Offer,
     directions: list[str],
 ) -> Response:
-    check_credentials(session, offer.token)
+    speaker_of(session, offer.token)  # refused before negotiating; start checks it again
     if not any(d in ("sendrecv", "sendonly") for d in directions):
         raise OfferError(400, "the offer sends no audio track")
     pc = new_peer_connection(services_of(request).settings)

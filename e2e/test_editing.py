@@ -134,3 +134,35 @@ def test_the_console_panel_fixes_a_line_and_counts_in_the_audience_only_when_ope
     assert body.splitlines()[0] == "Fixed in the console"
     assert not console_log.errors, console_log.errors
     page.context.close()
+
+
+def test_an_editor_follows_a_private_session_with_the_editor_link(
+    live_server: str, browser: Browser, console_log: ConsoleLog
+) -> None:
+    """A private session opens to its editors: the editor page's lines, term list and title
+    come with the editor token, with no passcode asked."""
+    session = create_session(live_server, title="private editing", listener_passcode="tulip 42")
+    code, token = session["code"], session["presenter_token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    pcm, rate = read_wav(ENGLISH)
+    with ThreadPoolExecutor(1) as thread:
+        streaming = stream_recording(live_server, pcm, rate, speed=4.0, session=session)
+        thread.submit(asyncio.run, streaming).result(timeout=120)
+    terms = httpx.put(
+        f"{live_server}/api/sessions/{code}/terms", json={"terms": ["Quilter"]}, headers=auth
+    )
+    assert terms.status_code == 200
+    assert httpx.get(f"{live_server}/api/sessions/{code}/terms").status_code == 401
+    editor = httpx.post(f"{live_server}/api/sessions/{code}/editors", headers=auth).json()
+
+    page = open_page(browser, console_log, **LAPTOP)
+    page.goto(f"{live_server}{editor['edit_url']}")
+    expect(page.locator(".edit-line").first).to_be_visible(timeout=20_000)
+    expect(page.locator(".edit-terms")).to_have_value("Quilter", timeout=10_000)
+    # The title is not in the page for anyone with the code; the editor's token brings it.
+    page_html = httpx.get(f"{live_server}/e/{code}").text
+    assert "private editing" not in page_html and "Private session" in page_html
+    expect(page.locator(".session-title")).to_have_text("private editing", timeout=10_000)
+    assert page.locator(".edit-panel").get_attribute("data-connection") == "open"
+    assert not console_log.errors, console_log.errors
+    page.context.close()

@@ -2,9 +2,10 @@
 
 A private session has a passcode (chosen by the presenter, typed by people). Whoever gives
 it to :meth:`ListenerAccess.join` gets a *listener token*: 192 random bits, stored hashed,
-that opens ``/ws/listen``, transcripts and the session's facts. The presenter's own token
-opens them too, and :meth:`ListenerAccess.grant` gives the presenter a listener token for
-the share link and the QR code (which carry it in the URL fragment).
+that opens ``/ws/listen``, transcripts and the session's facts. The session's other tokens
+open them too: the presenter's, a panel speaker's and an editor's (the people it lets speak
+or fix lines follow what it says), and :meth:`ListenerAccess.grant` gives the presenter a
+listener token for the share link and the QR code (which carry it in the URL fragment).
 
 Rotating the passcode (:meth:`ListenerAccess.rotate`) stops new joins with the old one; the
 tokens granted before stay valid, so people who already joined keep their captions, their
@@ -90,18 +91,23 @@ class ListenerAccess:
 
     async def check(self, session: Session, token: str | None) -> None:
         """Nothing for a public session; for a private one, :class:`Refused` unless
-        ``token`` is a listener token it granted or its presenter token."""
+        ``token`` is one of its tokens: a listener token it granted, the presenter's, a
+        panel speaker's or an editor's (module docstring)."""
         if not session.record.private:
             return
         if not token:
             raise Refused(Refusal.NO_CREDENTIALS, "this session is private: join with its passcode")
-        if verify_token(session.record, token):
+        if verify_token(session.record, token) or session.speakers.with_token(token):
             return
-        granted = await self._store_pool.run(
-            self._store.has_listener_token, session.code, hash_token(token)
-        )
-        if not granted:
+        if not await self._store_pool.run(self._stored, session.code, hash_token(token)):
             raise Refused(Refusal.BAD_CREDENTIALS, "this listener token is not valid here")
+
+    def _stored(self, code: str, token_hash: str) -> bool:
+        """Whether the store holds ``token_hash`` as the session's listener or editor token
+        (in the store's worker thread)."""
+        return self._store.has_listener_token(code, token_hash) or self._store.is_editor(
+            code, token_hash
+        )
 
     async def join(self, session: Session, passcode: str) -> str:
         """A new listener token for whoever knows the passcode (read from the store, so a

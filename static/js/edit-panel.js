@@ -213,6 +213,7 @@ export function mountEditPanel(root, { code, language, token, start = true }) {
   const socket = new ListenerSocket({
     code,
     lang: language,
+    token, // a private session opens to its editors' and presenters' tokens too
     onEvent: (event) => {
       const changed = state.apply(event);
       if (changed === 'terms') drawTerms();
@@ -234,7 +235,9 @@ export function mountEditPanel(root, { code, language, token, start = true }) {
   function begin() {
     if (started) return;
     started = true;
-    fetch(`${api}/terms`, { headers: { Accept: 'application/json' } })
+    const headers = { Accept: 'application/json' };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    fetch(`${api}/terms`, { headers })
       .then((response) => (response.ok ? response.json() : { terms: [] }))
       .then((data) => {
         if (!state.terms.length) state.terms = data.terms || [];

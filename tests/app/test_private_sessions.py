@@ -161,6 +161,44 @@ async def test_a_private_session_opens_only_with_a_token(tmp_path: Path) -> None
         assert (await http("GET", f"{transcript}?token={mine}")).status_code == 200
 
 
+async def test_its_speakers_and_editors_follow_a_private_session(tmp_path: Path) -> None:
+    """The people a private session lets speak or fix lines follow it with their own token:
+    the listener socket, the transcript and the term list (which the code alone no longer
+    reads)."""
+    async with in_process_server(tmp_path) as server:
+        url = server.url
+        created = await new_session(url, listener_passcode="tulip 42")
+        code, presenter = created["code"], created["presenter_token"]
+        auth = {"Authorization": f"Bearer {presenter}"}
+        api = f"{url}/api/sessions/{code}"
+        speaker = await http("POST", f"{api}/speakers", json={"name": "Ana"}, headers=auth)
+        editor = await http("POST", f"{api}/editors", headers=auth)
+        assert speaker.status_code == editor.status_code == 201
+        tokens = {"speaker": speaker.json()["token"], "editor": editor.json()["editor_token"]}
+        terms = await http("PUT", f"{api}/terms", json={"terms": ["Kubernetes"]}, headers=auth)
+        assert terms.status_code == 200
+        live = await server.state["services"].engine().registry.get(code)
+        await live.publish(Caption(0, "en", True, "final", "Secret plans.", 0, 1))
+
+        for who, token in tokens.items():
+            caption = await first_event(ws_url(url, code, token=token), "caption")
+            assert caption["text"] == "Secret plans.", who
+            transcript = await http("GET", f"{api}/transcript?token={token}")
+            assert transcript.text == "Secret plans.\n", who
+            listed = await http("GET", f"{api}/terms", headers={"Authorization": f"Bearer {token}"})
+            assert listed.json()["terms"] == ["Kubernetes"], who
+        assert (await http("GET", f"{api}/terms")).status_code == 401
+        assert (await http("GET", f"{api}/terms?token=nope")).status_code == 403
+        # An editor's token is still no presenter's: it adds no speaker.
+        refused = await http(
+            "POST",
+            f"{api}/speakers",
+            json={"name": "X"},
+            headers={"Authorization": f"Bearer {tokens['editor']}"},
+        )
+        assert refused.status_code == 403
+
+
 async def test_repeated_wrong_passcodes_are_refused_per_client(tmp_path: Path) -> None:
     async with in_process_server(tmp_path, passcode_guesses_per_minute=3) as server:
         created = await new_session(server.url, listener_passcode="9876")

@@ -230,6 +230,36 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
         await again.close()
 
 
+async def test_a_panel_speaker_streams_over_webrtc_with_their_own_token(tmp_path: Path) -> None:
+    """As on the presenter socket: a speaker's token opens a stream, labelled with the
+    speaker; an editor's does not (403)."""
+    async with in_process_server(tmp_path) as server:
+        session = await new_session(server.url)
+        code = session["code"]
+        auth = {"Authorization": f"Bearer {session['presenter_token']}"}
+        api = f"{server.url}/api/sessions/{code}"
+        ana = (await http("POST", f"{api}/speakers", json={"name": "Ana"}, headers=auth)).json()
+        editor = (await http("POST", f"{api}/editors", headers=auth)).json()["editor_token"]
+        sdp = await offer_sdp(send=True)
+        refused = await post_offer(
+            server.url, code, {"sdp": sdp, "type": "offer", "role": "present", "token": editor}
+        )
+        assert refused.status_code == 403
+        pc = new_peer()
+        track = PcmTrack(speech(3.0, 16000), 16000)
+        pc.addTrack(track)
+        await connect(pc, server.url, code, role="present", token=ana["token"])
+        await asyncio.wait_for(track.done.wait(), 20)
+        await pc.close()
+        live = await server.state["services"].engine().registry.get(code)
+        for _ in range(100):
+            if live.streams and not live.live:
+                break
+            await asyncio.sleep(0.1)
+        transcript = (await http("GET", f"{api}/transcript")).text
+        assert "Ana" in transcript and "hello" in transcript.lower(), transcript
+
+
 async def test_shutdown_finalises_a_live_webrtc_stream(tmp_path: Path) -> None:
     from engine.store.sqlite import SqliteSessionStore
 
