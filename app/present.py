@@ -18,7 +18,7 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from app.sockets import accept_for_session, close
-from engine.delivery.hub import ListenerTooSlow, Subscription, SubscriptionClosed
+from engine.delivery.hub import ListenerTooSlow, SubscriptionClosed
 from engine.events import to_json
 from engine.presenting import Presentation, StartRequest
 from engine.refusals import Refusal, Refused
@@ -84,11 +84,12 @@ def parse_start(message: Mapping[str, Any]) -> StartRequest:
     return StartRequest(token=token, sample_rate=rate, language=language, finals=finals)
 
 
-async def _forward(websocket: WebSocket, subscription: Subscription) -> None:
-    """Send the session's events to the presenter as they are published."""
+async def _forward(websocket: WebSocket, presentation: Presentation) -> None:
+    """Send the session's events to the presenter as they are published, and the stream's
+    lag when it is behind (:meth:`Presentation.next_event`)."""
     try:
         while True:
-            event = await subscription.get()
+            event = await presentation.next_event()
             await websocket.send_text(to_json(event))
     except (SubscriptionClosed, ListenerTooSlow, WebSocketDisconnect, RuntimeError):
         return
@@ -109,7 +110,7 @@ async def present_endpoint(websocket: WebSocket) -> None:
         if first["type"] == "websocket.disconnect":
             return
         presentation = await engine.presenting.start(session, parse_start(first))
-        forwarder = asyncio.create_task(_forward(websocket, presentation.events))
+        forwarder = asyncio.create_task(_forward(websocket, presentation))
         await websocket.send_text(json.dumps({"type": "ready", "sample_rate": 16000}))
         while True:
             message = await websocket.receive()

@@ -110,10 +110,11 @@ class PresenterPeer(Peer):
             self._pending.append(text)
 
     async def _forward(self) -> None:
-        """The session's events to the data channel; the ``ended`` state closes the peer."""
+        """The session's events (and the stream's lag) to the data channel; the ``ended``
+        state closes the peer."""
         try:
             while True:
-                event = await self.presentation.events.get()
+                event = await self.presentation.next_event()
                 self.send(to_json(event))
                 if isinstance(event, StateChange) and event.state == "ended":
                     self.close_soon()

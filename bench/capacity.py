@@ -101,12 +101,19 @@ def caption_ends(recorded: Replay, speaker: str | None = None) -> list[tuple[flo
     ]
 
 
-def server_lag_max(recorded: Replay) -> float | None:
-    """The largest ``{"type": "lag"}`` the server reported, ``None`` if it sent none."""
-    values = [
-        float(r.message["seconds"]) for r in recorded.received if r.message.get("type") == "lag"
+def server_lags(recorded: Replay) -> list[float]:
+    """The ``{"type": "lag"}`` reports the presenter got that said it was behind (engine/lag.py;
+    the reports of 0, caught up, left out)."""
+    return [
+        seconds
+        for r in recorded.received
+        if r.message.get("type") == "lag" and (seconds := float(r.message["seconds"])) > 0
     ]
-    return max(values, default=None)
+
+
+def server_lag_max(recorded: Replay) -> float | None:
+    """The largest lag the server reported, ``None`` if it never said the stream was behind."""
+    return max(server_lags(recorded), default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +126,10 @@ class PresenterLag:
     end_lag_s: float | None = None
     """``ended`` arrival − send time of the last chunk."""
     server_lag_max_s: float | None = None
+    """The largest lag the server reported to the presenter (None: it never said behind)."""
+    server_lag_reports: int = 0
+    """How many times the server told the presenter it was behind (the console's "captions
+    N s behind")."""
     error: str | None = None
     """Why the replay did not complete (the round then fails)."""
     shed_share: float = 0.0
@@ -165,6 +176,7 @@ def measure_presenter(
         samples=tuple(lag_series(recorded.schedule, caption_ends(recorded, speaker))),
         end_lag_s=recorded.ended_at - recorded.schedule.send_times[-1],
         server_lag_max_s=server_lag_max(recorded),
+        server_lag_reports=len(server_lags(recorded)),
         shed_share=shed_share(recorded),
     )
 
@@ -355,6 +367,7 @@ def presenter_json(presenter: PresenterLag, limit_s: float) -> dict[str, Any]:
         "lag_s": asdict(presenter.lag),
         "end_lag_s": presenter.end_lag_s,
         "server_lag_max_s": presenter.server_lag_max_s,
+        "server_lag_reports": presenter.server_lag_reports,
         "passed": presenter.passed(limit_s),
         "error": presenter.error,
         "shed_share": presenter.shed_share,
@@ -449,8 +462,9 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
         "## Per presenter",
         "",
         "| presenters | recording | audio s | lag p50 / p95 / max s | end lag s "
-        "| shedding, share of the replay | speech chunks natural / fast | passed |",
-        "|---|---|---|---|---|---|---|---|",
+        "| shedding, share of the replay | told it is behind: times, max s "
+        "| speech chunks natural / fast | passed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["rounds"]:
         for p in r["per_presenter"]:
@@ -460,6 +474,7 @@ def report_markdown(report: dict[str, Any], plot: Path | None) -> str:
                 f"| {r['presenters']} | {p['recording']} | {fixed(p['audio_s'], 1)} "
                 f"| {fixed(lag['p50'])} / {fixed(lag['p95'])} / {fixed(lag['max'])} "
                 f"| {fixed(p['end_lag_s'])} | {fixed(p.get('shed_share', 0.0))} "
+                f"| {p.get('server_lag_reports', 0)}, {fixed(p.get('server_lag_max_s'))} "
                 f"| {p.get('natural_chunks', 0)} / {p.get('fast_chunks', 0)} | {verdict} |"
             )
     lines += [

@@ -129,6 +129,16 @@ class Shedding:
 
 
 @dataclass(frozen=True, slots=True)
+class Lag:
+    """To the presenter only, never numbered or logged (engine/lag.py): how many seconds of
+    the audio sent recognition has not reached yet."""
+
+    seconds: float
+    ts: float = 0.0
+    type: Literal["lag"] = "lag"
+
+
+@dataclass(frozen=True, slots=True)
 class Question:
     """A question from the floor (engine/questions.py): ``text`` in ``lang`` as asked,
     ``translation`` into the session's language for the moderator. Only the presenter's own
@@ -191,6 +201,9 @@ class TermsChanged:
 
 Event = Caption | StateChange | ErrorEvent | Shedding | Question | SpeechAudio | TermsChanged
 
+PresenterEvent = Event | Lag
+"""What a presenter's transport sends: the session's events and its own stream's lag."""
+
 
 def language_counts(counts: Mapping[str, int]) -> LanguageCounts:
     """``counts`` as :data:`LanguageCounts`: sorted, languages with nobody left out."""
@@ -202,7 +215,7 @@ def with_seq(event: Event, seq: int, ts: float = 0.0) -> Event:
     return dataclasses.replace(event, seq=seq, ts=ts)
 
 
-def to_dict(event: Event) -> dict[str, Any]:
+def to_dict(event: PresenterEvent) -> dict[str, Any]:
     """The wire form of an event (see docs/protocol.md); for :class:`SpeechAudio`, the text
     header (its ``pcm`` travels as the binary message after it)."""
     if isinstance(event, SpeechAudio):
@@ -234,7 +247,7 @@ def to_dict(event: Event) -> dict[str, Any]:
     return data
 
 
-def to_json(event: Event) -> str:
+def to_json(event: PresenterEvent) -> str:
     """The wire text of an event; cached, since one event goes to every listener (audio
     headers are not cached: the cache would keep their PCM alive)."""
     if isinstance(event, SpeechAudio):
@@ -242,7 +255,7 @@ def to_json(event: Event) -> str:
     return _cached_json(event)
 
 
-def _dumps(event: Event) -> str:
+def _dumps(event: PresenterEvent) -> str:
     return json.dumps(to_dict(event), ensure_ascii=False, separators=(",", ":"))
 
 

@@ -10,13 +10,18 @@ transport maps reasons to its own codes in one table.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from engine import languages
 from engine.delivery.hub import Hub, Subscription
+from engine.events import Event, PresenterEvent
+from engine.lag import LagReports, LagRule
 from engine.recognition.resources import Recognition
 from engine.recognizers import AUTO
 from engine.refusals import Refusal, Refused
@@ -68,13 +73,40 @@ def speaker_of(session: Session, token: str | None) -> SpeakerRecord:
 class Presentation:
     """One live presenter stream and the presenter's own view of the session's events."""
 
-    def __init__(self, session: Session, stream: PresenterStream, events: Subscription, hub: Hub):
+    def __init__(
+        self,
+        session: Session,
+        stream: PresenterStream,
+        events: Subscription,
+        hub: Hub,
+        lag: LagReports,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.session = session
         self.stream = stream
         self.events = events
         """Everything the session publishes, as a listener of its own language sees it (not
         counted as audience). Closed after :meth:`stop`, once it holds the last events."""
         self._hub = hub
+        self._lag = lag
+        self._clock = clock
+        self._next: asyncio.Future[Event] | None = None
+        """The event being waited for, kept across the lag reports made meanwhile."""
+
+    async def next_event(self) -> PresenterEvent:
+        """What the presenter's transport sends next: the session's next event, or a report
+        of this stream's lag when one is due (engine/lag.py). Raises as
+        :meth:`Subscription.get` does once the view is closed."""
+        while True:
+            report = self._lag.report(self.stream.recognizer.backlog, self._clock())
+            if report is not None:
+                return report
+            if self._next is None:
+                self._next = asyncio.ensure_future(self.events.get())
+            done, _ = await asyncio.wait({self._next}, timeout=self._lag.rule.every_s)
+            if done:
+                event, self._next = self._next, None
+                return event.result()
 
     def feed(self, pcm: bytes) -> None:
         """One message of 16-bit little-endian mono PCM at the declared rate; raises
@@ -94,6 +126,8 @@ class Presentation:
             await self._finalise()
         finally:
             self._hub.unsubscribe(self.events)
+            if self._next is not None:
+                self._next.cancel()  # the transport that waited for it is gone
 
     async def _finalise(self) -> None:
         if not self.stream.finished:
@@ -115,12 +149,14 @@ class Presenting:
         *,
         limits: StreamLimits,
         max_live_streams: int,
+        lag: LagRule | None = None,
     ) -> None:
         self._registry = registry
         self._recognition = recognition
         self._hub = hub
         self.limits = limits
         self.max_live_streams = max_live_streams
+        self._lag = lag or LagRule()
 
     def live_streams(self) -> int:
         return self._registry.live_streams()
@@ -163,7 +199,7 @@ class Presenting:
         )
         events = self._hub.subscribe(session.code, frozenset(), 0, counted=False)
         stream.start()
-        presentation = Presentation(session, stream, events, self._hub)
+        presentation = Presentation(session, stream, events, self._hub, LagReports(self._lag))
         try:
             await session.set_state("live")
         except BaseException:

@@ -20,7 +20,7 @@ from app.services import RecognitionModel
 from app.settings import Settings
 from engine.audio import Samples
 from engine.events import Word
-from engine.recognition.asr import Decoded, DecodeOptions
+from engine.recognition.asr import Decoded, DecodeOptions, Transcriber
 from engine.stream import StreamLimits
 from tests.support import free_port
 
@@ -44,9 +44,12 @@ class InProcess:
 
 
 @contextlib.asynccontextmanager
-async def in_process_server(tmp_path: Path, **overrides: Any) -> AsyncIterator[InProcess]:
-    """The real app with a fake recogniser, served by uvicorn in this event loop (so the
-    test can publish into its hub directly); ``overrides`` are :class:`Settings` fields."""
+async def in_process_server(
+    tmp_path: Path, transcriber: Transcriber | None = None, **overrides: Any
+) -> AsyncIterator[InProcess]:
+    """The real app with a fake recogniser (``transcriber``, :class:`FakeTranscriber` by
+    default), served by uvicorn in this event loop (so the test can publish into its hub
+    directly); ``overrides`` are :class:`Settings` fields."""
     fields: dict[str, Any] = {
         "data_dir": tmp_path,
         "port": free_port(),
@@ -60,9 +63,8 @@ async def in_process_server(tmp_path: Path, **overrides: Any) -> AsyncIterator[I
         **overrides,
     }
     settings = Settings(**fields)
-    app = create_app(
-        settings, transcriber_factory=lambda spec, s: RecognitionModel(FakeTranscriber())
-    )
+    model = RecognitionModel(transcriber or FakeTranscriber())
+    app = create_app(settings, transcriber_factory=lambda spec, s: model)
     states: list[dict[str, Any]] = []
 
     async def keep_state(scope: Scope, receive: Receive, send: Send) -> None:

@@ -19,6 +19,7 @@ from bench.capacity import (
     lag_series,
     presenter_recordings,
     server_lag_max,
+    server_lags,
     shed_share,
     write_report,
 )
@@ -89,14 +90,16 @@ def test_caption_ends_take_source_captions_only() -> None:
             {**source, "source": False, "lang": "es", "end": 0.9},
             {"type": "lag", "seconds": 1.25},
             {**source, "state": "final", "end": 0.6},
-            {"type": "lag", "seconds": 0.5},
+            {"type": "lag", "seconds": 1.5},
+            {"type": "lag", "seconds": 0.0},
             {"type": "ended"},
         ]
     )
     arrivals, ends = zip(*caption_ends(recorded), strict=True)
     assert arrivals == pytest.approx((10.6, 10.9))
     assert ends == (0.3, 0.6)
-    assert server_lag_max(recorded) == 1.25
+    assert server_lag_max(recorded) == 1.5
+    assert server_lags(recorded) == [1.25, 1.5]  # the report of catching up is not counted
     assert server_lag_max(message_replay([source])) is None
 
 
@@ -182,6 +185,7 @@ PRESENTER_KEYS = {
     "lag_s",
     "end_lag_s",
     "server_lag_max_s",
+    "server_lag_reports",
     "passed",
     "error",
     "shed_share",
