@@ -69,8 +69,11 @@ def test_moderator_adds_a_speaker_and_decides_questions_from_the_floor(
     speaker.wait_for_function(
         "() => document.getElementById('console').dataset.role === 'speaker'", timeout=10_000
     )
-    assert not speaker.locator("#questions-panel").is_visible()
-    assert console.locator("#questions-panel").is_visible()
+    # What only the presenter's token may do is not offered to a speaker: moderating,
+    # editing lines, the displays' preview and links, pushing captions out.
+    for panel in ("#questions-panel", "#edit-details", "#displays", "#push"):
+        assert not speaker.locator(panel).is_visible(), panel
+        assert console.locator(panel).is_visible(), panel
     console.reload()  # the facts the console polls list both speakers, the presenter first
     console.wait_for_function(
         "() => document.querySelectorAll('#speakers-list li').length === 2", timeout=20_000

@@ -4,8 +4,9 @@ A private session has a passcode (chosen by the presenter, typed by people). Who
 it to :meth:`ListenerAccess.join` gets a *listener token*: 192 random bits, stored hashed,
 that opens ``/ws/listen``, transcripts and the session's facts. The session's other tokens
 open them too: the presenter's, a panel speaker's and an editor's (the people it lets speak
-or fix lines follow what it says), and :meth:`ListenerAccess.grant` gives the presenter a
-listener token for the share link and the QR code (which carry it in the URL fragment).
+or fix lines follow what it says), and :meth:`ListenerAccess.grant` gives the presenter and
+a panel's speakers a listener token for their console's share link and QR code (which carry
+it in the URL fragment).
 
 Rotating the passcode (:meth:`ListenerAccess.rotate`) stops new joins with the old one; the
 tokens granted before stay valid, so people who already joined keep their captions, their
@@ -25,7 +26,7 @@ import hmac
 import secrets
 import time
 
-from engine.presenting import check_credentials
+from engine.presenting import check_credentials, speaker_of
 from engine.refusals import Refusal, Refused
 from engine.session import Session
 from engine.store.base import SessionStore, hash_token, new_token, verify_token
@@ -120,10 +121,11 @@ class ListenerAccess:
             raise Refused(Refusal.WRONG_PASSCODE, "wrong passcode")
         return await self._grant(session)
 
-    async def grant(self, session: Session, presenter_token: str | None) -> str:
-        """A listener token for the presenter's share link and QR code (``Refused`` unless
-        ``presenter_token`` is the session's, or the session is public)."""
-        check_credentials(session, presenter_token)
+    async def grant(self, session: Session, token: str | None) -> str:
+        """A listener token for a console's share link and QR code (``Refused`` unless
+        ``token`` is the presenter's or a panel speaker's: who may speak may invite, or the
+        session is public)."""
+        speaker_of(session, token)
         _check_private(session)
         return await self._grant(session)
 

@@ -189,6 +189,21 @@ async def test_its_speakers_and_editors_follow_a_private_session(tmp_path: Path)
             assert listed.json()["terms"] == ["Kubernetes"], who
         assert (await http("GET", f"{api}/terms")).status_code == 401
         assert (await http("GET", f"{api}/terms?token=nope")).status_code == 403
+        # Who may speak may invite: a speaker's console gets a listener token for its share
+        # link; an editor's page has none to make.
+        share = f"{api}/listener-token"
+        granted = await http(
+            "POST", share, headers={"Authorization": f"Bearer {tokens['speaker']}"}
+        )
+        assert granted.status_code == 200
+        caption = await first_event(
+            ws_url(url, code, token=granted.json()["listener_token"]), "caption"
+        )
+        assert caption["text"] == "Secret plans."
+        as_editor = await http(
+            "POST", share, headers={"Authorization": f"Bearer {tokens['editor']}"}
+        )
+        assert as_editor.status_code == 403
         # An editor's token is still no presenter's: it adds no speaker.
         refused = await http(
             "POST",
