@@ -9,7 +9,6 @@ from starlette.responses import JSONResponse, Response
 
 from app.api import bearer, json_body, listen_url, services_of, session_or_404
 from app.errors import error
-from engine.access import valid_passcode
 from engine.refusals import Refused
 
 
@@ -70,9 +69,6 @@ async def set_passcode(request: Request) -> Response:
     data = await json_body(request)
     if isinstance(data, JSONResponse):
         return data
-    passcode = data.get("passcode")
-    if not valid_passcode(passcode):
-        return error(422, "passcode must be 4-128 printable characters")
-    assert isinstance(passcode, str)
-    await services_of(request).engine().access.rotate(session, bearer(request), passcode)
+    access = services_of(request).engine().access
+    await access.rotate(session, bearer(request), data.get("passcode"))
     return JSONResponse({"code": session.code, "private": True})

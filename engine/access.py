@@ -129,10 +129,14 @@ class ListenerAccess:
         _check_private(session)
         return await self._grant(session)
 
-    async def rotate(self, session: Session, presenter_token: str | None, passcode: str) -> None:
-        """Replace the passcode of a private session; tokens granted before stay valid."""
+    async def rotate(self, session: Session, presenter_token: str | None, passcode: object) -> None:
+        """Replace the passcode of a private session; tokens granted before stay valid.
+        Refused in this order: the presenter's token, a private session, the passcode's form
+        (so nobody without the token learns anything of the rules)."""
         check_credentials(session, presenter_token)
         _check_private(session)
+        if not isinstance(passcode, str) or not valid_passcode(passcode):
+            raise Refused(Refusal.BAD_REQUEST, "passcode must be 4-128 printable characters")
         stored = await self._hash_pool.run(hash_passcode, passcode)
         await self._store_pool.run(self._store.set_passcode, session.code, stored)
 

@@ -143,11 +143,20 @@ async def test_a_private_session_opens_only_with_a_token(tmp_path: Path) -> None
         rotate = f"{url}/api/sessions/{code}/passcode"
         body = {"passcode": "rose 77"}
         assert (await http("PUT", rotate, json=body)).status_code == 401
+        # The token is checked first: without it nothing is said of the passcode's rules.
         assert (
             await http(
                 "PUT", rotate, json={"passcode": "no"}, headers={"Authorization": "Bearer x"}
             )
-        ).status_code == 422
+        ).status_code == 403
+        for malformed in ("no", 1234, None):
+            refused = await http(
+                "PUT",
+                rotate,
+                json={"passcode": malformed},
+                headers={"Authorization": f"Bearer {presenter}"},
+            )
+            assert refused.status_code == 422, malformed
         rotated = await http(
             "PUT", rotate, json=body, headers={"Authorization": f"Bearer {presenter}"}
         )
