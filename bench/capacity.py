@@ -170,13 +170,14 @@ def measure_presenter(
     recording: Recording, recorded: Replay, speaker: str | None = None
 ) -> PresenterLag:
     """Lag metrics of one completed replay (pure); of a panel, of ``speaker``'s captions."""
+    told = server_lags(recorded)
     return PresenterLag(
         recording=recording.id,
         audio_s=recording.duration,
         samples=tuple(lag_series(recorded.schedule, caption_ends(recorded, speaker))),
         end_lag_s=recorded.ended_at - recorded.schedule.send_times[-1],
-        server_lag_max_s=server_lag_max(recorded),
-        server_lag_reports=len(server_lags(recorded)),
+        server_lag_max_s=max(told, default=None),
+        server_lag_reports=len(told),
         shed_share=shed_share(recorded),
     )
 

@@ -25,11 +25,12 @@ import hashlib
 import hmac
 import secrets
 import time
+from typing import TypeGuard
 
 from engine.presenting import check_credentials, speaker_of
 from engine.refusals import Refusal, Refused
 from engine.session import Session
-from engine.store.base import SessionStore, hash_token, new_token, verify_token
+from engine.store.base import SessionStore, hash_token, new_token
 from engine.workers import WorkerPool
 
 MIN_PASSCODE, MAX_PASSCODE = 4, 128
@@ -39,7 +40,7 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 """scrypt's cost (about 16 MiB and tens of milliseconds a check on a small CPU)."""
 
 
-def valid_passcode(passcode: object) -> bool:
+def valid_passcode(passcode: object) -> TypeGuard[str]:
     """Whether ``passcode`` is a string a presenter may choose."""
     return (
         isinstance(passcode, str)
@@ -98,7 +99,7 @@ class ListenerAccess:
             return
         if not token:
             raise Refused(Refusal.NO_CREDENTIALS, "this session is private: join with its passcode")
-        if verify_token(session.record, token) or session.speakers.with_token(token):
+        if session.speakers.with_token(token) is not None:  # the presenter's too
             return
         if not await self._store_pool.run(self._stored, session.code, hash_token(token)):
             raise Refused(Refusal.BAD_CREDENTIALS, "this listener token is not valid here")
@@ -135,7 +136,7 @@ class ListenerAccess:
         (so nobody without the token learns anything of the rules)."""
         check_credentials(session, presenter_token)
         _check_private(session)
-        if not isinstance(passcode, str) or not valid_passcode(passcode):
+        if not valid_passcode(passcode):
             raise Refused(Refusal.BAD_REQUEST, "passcode must be 4-128 printable characters")
         stored = await self._hash_pool.run(hash_passcode, passcode)
         await self._store_pool.run(self._store.set_passcode, session.code, stored)

@@ -31,8 +31,8 @@ class LagRule:
 class LagReports:
     """The reports of one stream's lag (module docstring)."""
 
-    def __init__(self, rule: LagRule) -> None:
-        self.rule = rule
+    def __init__(self, rule: LagRule | None = None) -> None:
+        self.rule = rule or LagRule()
         self._last: float | None = None
         """When the last report was made (None before any, and once caught up)."""
 

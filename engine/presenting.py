@@ -14,14 +14,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from engine import languages
 from engine.delivery.hub import Hub, Subscription
 from engine.events import Event, PresenterEvent
-from engine.lag import LagReports, LagRule
+from engine.lag import LagReports
 from engine.recognition.resources import Recognition
 from engine.recognizers import AUTO
 from engine.refusals import Refusal, Refused
@@ -80,7 +79,6 @@ class Presentation:
         events: Subscription,
         hub: Hub,
         lag: LagReports,
-        clock: Callable[[], float] = time.monotonic,
     ):
         self.session = session
         self.stream = stream
@@ -89,7 +87,6 @@ class Presentation:
         counted as audience). Closed after :meth:`stop`, once it holds the last events."""
         self._hub = hub
         self._lag = lag
-        self._clock = clock
         self._next: asyncio.Future[Event] | None = None
         """The event being waited for, kept across the lag reports made meanwhile."""
 
@@ -98,7 +95,7 @@ class Presentation:
         of this stream's lag when one is due (engine/lag.py). Raises as
         :meth:`Subscription.get` does once the view is closed."""
         while True:
-            report = self._lag.report(self.stream.recognizer.backlog, self._clock())
+            report = self._lag.report(self.stream.recognizer.backlog, time.monotonic())
             if report is not None:
                 return report
             if self._next is None:
@@ -149,14 +146,12 @@ class Presenting:
         *,
         limits: StreamLimits,
         max_live_streams: int,
-        lag: LagRule | None = None,
     ) -> None:
         self._registry = registry
         self._recognition = recognition
         self._hub = hub
         self.limits = limits
         self.max_live_streams = max_live_streams
-        self._lag = lag or LagRule()
 
     def live_streams(self) -> int:
         return self._registry.live_streams()
@@ -199,7 +194,7 @@ class Presenting:
         )
         events = self._hub.subscribe(session.code, frozenset(), 0, counted=False)
         stream.start()
-        presentation = Presentation(session, stream, events, self._hub, LagReports(self._lag))
+        presentation = Presentation(session, stream, events, self._hub, LagReports())
         try:
             await session.set_state("live")
         except BaseException:
