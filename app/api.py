@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app import json_text
 from app.errors import error
 from app.services import Services
 from engine import languages, transcript
@@ -43,8 +43,8 @@ async def json_body(request: Request) -> dict[str, Any] | JSONResponse:
     if len(body) > MAX_BODY:
         return error(413, f"request body over {MAX_BODY} bytes")
     try:
-        data = json.loads(body or b"null")
-    except ValueError:  # JSONDecodeError, UnicodeDecodeError, integers past 4300 digits
+        data = json_text.parse(body or b"null")
+    except json_text.NotJson:
         return error(400, "body is not valid JSON")
     if not isinstance(data, dict):
         return error(400, "body must be a JSON object")

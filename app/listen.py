@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from app import json_text
 from app.sendwatch import SendWatch
 from app.sockets import accept_for_session, close, services_of
 from engine import languages
@@ -132,8 +132,8 @@ def _control(text: str | None, sub: Subscription, offered: list[str], hub: Hub) 
     if text is None:
         return "listeners send text messages only"
     try:
-        data = json.loads(text)
-    except ValueError:  # includes JSONDecodeError and over-long integers
+        data = json_text.parse(text)
+    except json_text.NotJson:
         return "message is not valid JSON"
     if not isinstance(data, dict):
         return "message must be a JSON object"

@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from app import json_text
 from app.sockets import accept_for_session, close
 from engine.delivery.hub import ListenerTooSlow, SubscriptionClosed
 from engine.events import to_json
@@ -62,8 +63,8 @@ def parse_start(message: Mapping[str, Any]) -> StartRequest:
     if text is None:
         raise ProtocolViolation(1003, "expected a text 'start' message before any audio")
     try:
-        data = json.loads(text)
-    except ValueError:  # includes JSONDecodeError and over-long integers
+        data = json_text.parse(text)
+    except json_text.NotJson:
         raise ProtocolViolation(1003, "start message is not valid JSON") from None
     if not isinstance(data, dict) or data.get("type") != "start":
         raise ProtocolViolation(1003, 'first message must be {"type": "start", ...}')
@@ -121,8 +122,8 @@ async def present_endpoint(websocket: WebSocket) -> None:
                 presentation.feed(data)
                 continue
             try:
-                control = json.loads(message.get("text") or "")
-            except ValueError:  # includes JSONDecodeError and over-long integers
+                control = json_text.parse(message.get("text") or "")
+            except json_text.NotJson:
                 raise ProtocolViolation(1003, "text message is not valid JSON") from None
             kind = control.get("type") if isinstance(control, dict) else None
             if kind == "stop":

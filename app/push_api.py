@@ -52,8 +52,12 @@ async def set_push(request: Request) -> Response:
     url, lang = data.get("url"), data.get("lang", session.record.source_language)
     if not isinstance(url, str) or len(url) > MAX_URL:
         return error(422, f"url must be a string of at most {MAX_URL} characters")
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port  # ValueError when not a number from 0 to 65535
+    except ValueError:  # also an unclosed IPv6 bracket
+        return error(422, "url must be an http or https URL")
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
         return error(422, "url must be an http or https URL")
     allowed = services_of(request).settings.push_hosts
     if not host_allowed(parts.hostname, allowed):

@@ -20,6 +20,7 @@ from typing import Any
 from aiortc import RTCDataChannel, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
+from app import json_text
 from app.present import CLOSE_CODE
 from app.webrtc_media import INGEST_RATE, drain_track, read_presenter_track
 from app.webrtc_peer import Peer, PeerRegistry
@@ -91,8 +92,8 @@ class PresenterPeer(Peer):
 
     def _on_message(self, message: object) -> None:
         try:
-            data = json.loads(message) if isinstance(message, str) else None
-        except ValueError:
+            data = json_text.parse(message) if isinstance(message, str) else None
+        except json_text.NotJson:
             data = None
         kind = data.get("type") if isinstance(data, dict) else None
         if kind == "stop":

@@ -168,6 +168,24 @@ async def test_listener_bad_input(server: ServerProcess, query: str, expected: i
     assert got == expected and reason
 
 
+@pytest.mark.parametrize(
+    "message", ["{nope", "[" * 20000 + "]" * 20000, json.dumps([1]), json.dumps({"type": "dance"})]
+)
+async def test_listener_bad_message_is_closed_with_a_reason(
+    server: ServerProcess, message: str
+) -> None:
+    session = create_session(server.url)
+    url = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
+    async with websockets.connect(url) as ws:
+        await ws.send(message)
+        with pytest.raises(websockets.ConnectionClosed) as info:
+            while True:
+                await asyncio.wait_for(ws.recv(), 10)
+    assert info.value.rcvd is not None
+    assert info.value.rcvd.code == 1003 and info.value.rcvd.reason
+    assert httpx.get(f"{server.url}/healthz").status_code == 200
+
+
 async def test_listener_unknown_session(server: ServerProcess) -> None:
     url = server.url.replace("http://", "ws://") + "/ws/listen/QQQQQQ"
     code, reason = await _refusal(url)

@@ -68,6 +68,10 @@ async def _close_of(url: str, messages: list[str | bytes]) -> tuple[int, str]:
     return rcvd.code, rcvd.reason
 
 
+NESTED = "[" * 20000 + "]" * 20000
+"""Valid JSON nested past the decoder's recursion limit, and small enough for one frame."""
+
+
 def _start(token: str, **extra: object) -> str:
     return json.dumps(
         {
@@ -86,6 +90,7 @@ def _start(token: str, **extra: object) -> str:
     [
         ("binary_before_start", 1003),
         ("not_json", 1003),
+        ("nested_past_the_decoder", 1003),
         ("not_start", 1003),
         ("wrong_token", 1008),
         ("bad_encoding", 1003),
@@ -93,6 +98,7 @@ def _start(token: str, **extra: object) -> str:
         ("rate_not_int", 1003),
         ("unknown_language", 1003),
         ("text_after_start_not_json", 1003),
+        ("text_after_start_nested_past_the_decoder", 1003),
         ("odd_byte_count", 1003),
         ("frame_too_big", 1009),
         ("unknown_message_type", 1003),
@@ -107,6 +113,7 @@ async def test_bad_input_gets_a_close_code_and_reason(
     messages: dict[str, list[str | bytes]] = {
         "binary_before_start": [b"\x00\x00" * 100],
         "not_json": ["{nope"],
+        "nested_past_the_decoder": [NESTED],
         "not_start": [json.dumps({"type": "stop"})],
         "wrong_token": [_start("x" * 32)],
         "bad_encoding": [_start(token, encoding="opus")],
@@ -114,6 +121,7 @@ async def test_bad_input_gets_a_close_code_and_reason(
         "rate_not_int": [_start(token, sample_rate="16000")],
         "unknown_language": [_start(token, language="xx-nope")],
         "text_after_start_not_json": [_start(token), "hello"],
+        "text_after_start_nested_past_the_decoder": [_start(token), NESTED],
         "odd_byte_count": [_start(token), b"\x00" * 3201],
         "frame_too_big": [_start(token), b"\x00" * (200 * 1024)],
         "unknown_message_type": [_start(token), json.dumps({"type": "dance"})],
@@ -147,6 +155,10 @@ async def test_bad_input_in_one_session_leaves_another_untouched(server: ServerP
 def test_http_api_refusals(server: ServerProcess) -> None:
     base = server.url
     assert httpx.post(f"{base}/api/sessions", content=b"{").status_code == 400
+    nested_body = ("[" * 6000 + "]" * 6000).encode()  # under the 16 KiB a body may have
+    assert httpx.post(f"{base}/api/sessions", content=nested_body).status_code == 400
+    lone_surrogate = b'{"title": "\\ud800"}'  # valid JSON that no UTF-8 store can hold
+    assert httpx.post(f"{base}/api/sessions", content=lone_surrogate).status_code == 400
     assert httpx.post(f"{base}/api/sessions", json={"source_language": "xx"}).status_code == 422
     assert httpx.get(f"{base}/api/sessions/NOPE99").status_code == 404
     session = create_session(base)

@@ -184,6 +184,10 @@ async def test_captions_reach_youtube_and_zoom_as_documented_and_slow_ones_delay
         assert (
             await http("PUT", f"{push}/youtube", json={**body, "lang": "de"}, headers=auth)
         ).status_code == 422
+        for malformed in ("http://[::1", "http://127.0.0.1:99999/x", "http://127.0.0.1:0/x"):
+            assert (
+                await http("PUT", f"{push}/youtube", json={**body, "url": malformed}, headers=auth)
+            ).status_code == 422, malformed
 
         # Both services, then three finals (and a draft, which is not pushed).
         youtube = await http("PUT", f"{push}/youtube", json=body, headers=auth)

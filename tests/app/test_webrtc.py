@@ -448,3 +448,42 @@ async def _present(
                 if event.get("source"):
                     finals.append(str(event["text"]))
     return finals
+
+
+async def test_a_bad_data_channel_message_is_answered_and_the_stream_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Text that is not JSON, or JSON nested past the decoder, gets an ``error`` message on
+    the data channel; the stream still ends with ``ended`` when asked to stop."""
+    async with in_process_server(tmp_path) as server:
+        session = await new_session(server.url)
+        pc = new_peer()
+        track = PcmTrack(speech(2.0, 16000), 16000)
+        pc.addTrack(track)
+        channel = pc.createDataChannel("control")
+        kinds: list[str] = []
+        ready, ended = asyncio.Event(), asyncio.Event()
+
+        @channel.on("message")
+        def on_message(raw: object) -> None:
+            kind = json.loads(str(raw)).get("type")
+            kinds.append(kind)
+            {"ready": ready, "ended": ended}.get(kind, asyncio.Event()).set()
+
+        await connect(
+            pc, server.url, session["code"], role="present", token=session["presenter_token"]
+        )
+        try:
+            await asyncio.wait_for(ready.wait(), 20)
+            for bad in ("{nope", "[" * 20000 + "]" * 20000):
+                channel.send(bad)
+            for _ in range(100):
+                if kinds.count("error") == 2:
+                    break
+                await asyncio.sleep(0.1)
+            assert kinds.count("error") == 2, kinds
+            await asyncio.wait_for(track.done.wait(), 20)
+            channel.send(json.dumps({"type": "stop"}))
+            await asyncio.wait_for(ended.wait(), 30)
+        finally:
+            await pc.close()
