@@ -45,7 +45,7 @@ from app.settings import Settings
 from app.webrtc_listener import ListenerPeer
 from app.webrtc_media import INGEST_RATE, drain_track
 from app.webrtc_offer import Offer, OfferError, audio_directions, parse_offer
-from app.webrtc_peer import Peer, PeerRegistry
+from app.webrtc_peer import Peer, PeerRegistry, close_connection
 from app.webrtc_presenter import PresenterPeer
 from engine import languages
 from engine.presenting import Presenting, StartRequest, speaker_of
@@ -112,7 +112,7 @@ async def _negotiate(pc: RTCPeerConnection, offer: Offer, tracks: list[MediaStre
     try:
         await pc.setRemoteDescription(RTCSessionDescription(sdp=offer.sdp, type="offer"))
     except Exception as exc:  # aiortc raises ValueError, InvalidStateError, ... on bad offers
-        await pc.close()
+        await close_connection(pc)
         raise OfferError(400, f"SDP offer refused: {type(exc).__name__}: {exc}") from None
 
 
@@ -146,7 +146,7 @@ async def _answer_presenter(
             session, StartRequest(token=offer.token, sample_rate=INGEST_RATE)
         )
     except Refused:
-        await pc.close()
+        await close_connection(pc)
         raise
     peer = PresenterPeer(pc, session, peers_of(request), presentation)
     peers_of(request).add(peer)

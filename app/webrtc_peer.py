@@ -26,6 +26,16 @@ MAX_PEERS = 200
 """Peer connections one process holds (each costs a UDP socket, DTLS and an Opus codec)."""
 
 
+async def close_connection(pc: RTCPeerConnection) -> None:
+    """Close ``pc`` whatever state a client's offer left it in: aiortc's own close can raise
+    on a connection that read an odd offer (one whose audio section names no mid leaves its
+    data channel's transport unset), and a refusal or a closing peer must not become a 500."""
+    try:
+        await pc.close()
+    except Exception as exc:
+        log.info("closing a webrtc connection: %r", exc)
+
+
 class Peer:
     """One aiortc peer connection of a session, closed once (idempotent :meth:`close`)."""
 
@@ -82,8 +92,7 @@ class Peer:
         except Exception:
             log.exception("closing a webrtc peer of %s", self.session.code)
         finally:
-            with contextlib.suppress(Exception):
-                await self.pc.close()
+            await close_connection(self.pc)
             current = asyncio.current_task()
             for task in list(self._tasks):
                 if task is not current:

@@ -174,6 +174,13 @@ async def test_bad_offers_get_clear_4xx_errors(tmp_path: Path) -> None:
         assert "a=candidate" in first.json()["sdp"]
         second = await post_offer(server.url, code, good)
         assert second.status_code == 409, second.text
+        # The same, for an offer aiortc cannot close cleanly after reading it (its data
+        # channel section names no mid).
+        with_channel = await offer_sdp(send=True, channel=True)
+        no_mid = "\r\n".join(line for line in with_channel.split("\r\n") if line != "a=mid:0")
+        assert no_mid != with_channel
+        third = await post_offer(server.url, code, {**good, "sdp": no_mid})
+        assert third.status_code == 409, third.text
         # An ended session refuses every offer, and its peers are closed.
         ended = await http(
             "POST",
