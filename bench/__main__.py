@@ -54,6 +54,11 @@ COMMANDS: dict[str, Command] = {
         "bench.churn",
         "many short sessions one after another: server memory and open files, start to end",
     ),
+    "fuzz": Command(
+        "bench.fuzz",
+        "malformed bodies, queries, socket messages, audio and WebRTC offers: no 500s, no "
+        "dropped sockets, the server up",
+    ),
     "translation": Command(
         "bench.translation",
         "Apertium text quality on FLORES-200; FLEURS speech-to-translation quality and "

@@ -75,6 +75,7 @@ STEPS: tuple[Step, ...] = (
     Step("panel", ("panel",), "two speakers in two languages, and a question"),
     Step("churn", ("churn",), "2,000 short sessions, memory flat"),
     Step("memory", ("memory",), "server memory with each set of models, at rest and live"),
+    Step("fuzz", ("fuzz",), "malformed input on every route, socket and offer: no 500s"),
     Step("webrtc", ("webrtc",), "WebRTC versus WebSocket"),
     Step("screen", ("screen",), "the venue screen's subtitles; listeners with a slow push"),
     Step("peer", ("peer",), "side by side with WhisperLiveKit (needs .venv-peer)"),
