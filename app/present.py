@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected
 
 from app import json_text
 from app.sockets import accept_for_session, close
@@ -140,8 +140,8 @@ async def present_endpoint(websocket: WebSocket) -> None:
         await close(websocket, exc.code, exc.reason)
     except Refused as exc:
         await close(websocket, CLOSE_CODE[exc.reason], exc.message)
-    except WebSocketDisconnect:
-        pass
+    except (WebSocketDisconnect, WebSocketDisconnected):
+        pass  # the presenter left (after "stop" too, before "ended" could reach them)
     finally:
         # A presenter who vanishes still gets everything said finalised for the audience.
         if presentation is not None:

@@ -14,7 +14,8 @@ The bench starts a server (or takes ``--url``) and sends, from :mod:`bench.fuzz_
 
 A **failure** is a 5xx whose body is not the documented ``{"error": ...}`` JSON (a bare 500),
 a request the server drops without an answer, a socket closed without a close frame or with
-1011, a socket left open, or a server not ready at the end. Every other answer counts by its
+1011, a socket left open, an exception the server logged as unhandled, or a server not ready at
+the end. Every other answer counts by its
 status. Definitions: docs/security.md, "Malformed input".
 """
 
@@ -84,6 +85,19 @@ class FuzzSettings:
 class FuzzRun:
     parts: dict[str, Tally]
     ready_at_end: bool
+    server_errors: int | None
+    """Unhandled exceptions the server logged (None for a server at ``--url``)."""
+
+
+ASGI_ERROR = "Exception in ASGI application"
+"""What uvicorn logs for an exception an endpoint did not handle."""
+
+
+def server_errors(log_path: Path) -> int:
+    """How many unhandled exceptions the server's log holds."""
+    if not log_path.exists():
+        return 0
+    return log_path.read_text(errors="replace").count(ASGI_ERROR)
 
 
 def http_outcome(response: httpx.Response) -> str | None:
@@ -201,14 +215,20 @@ async def fuzz_offers(client: httpx.AsyncClient, base_url: str, settings: FuzzSe
     return tally
 
 
-async def _socket_case(tally: Tally, name: str, url: str, messages: Sequence[str | bytes]) -> None:
+async def _socket_case(
+    tally: Tally, name: str, url: str, messages: Sequence[str | bytes], *, leave: bool = False
+) -> None:
     """Send ``messages``; the server must answer ``ended`` or close with a code other than
-    1011 within :data:`SOCKET_TIMEOUT_S`."""
+    1011 within :data:`SOCKET_TIMEOUT_S`. With ``leave`` the client closes right after
+    sending (what the server makes of that shows in its log: :func:`server_errors`)."""
     try:
         async with websockets.connect(url, max_size=None) as socket:
             try:
                 for message in messages:
                     await socket.send(message)
+                if leave:
+                    tally.count("left at once")
+                    return
                 async with asyncio.timeout(SOCKET_TIMEOUT_S):
                     while True:
                         reply = await socket.recv()
@@ -244,6 +264,14 @@ async def fuzz_sockets(client: httpx.AsyncClient, base_url: str, settings: FuzzS
         url = f"{ws}/ws/present/{session['code']}"
         await _socket_case(tally, f"audio: {name}", url, [start, *frames, stop])
         await _end(client, session)
+    session = await _session(client, settings, title="fuzz leave")
+    start = cases.start_message(session["presenter_token"])
+    url = f"{ws}/ws/present/{session['code']}"
+    speech_like = [rng.randbytes(3200) for _ in range(20)]
+    for _ in range(3):  # stop, then close before "ended" can arrive
+        await _socket_case(tally, "stop and leave", url, [start, *speech_like, stop], leave=True)
+        await asyncio.sleep(2.0)  # the stream finalises before the next one starts
+    await _end(client, session)
     for name, message in cases.control_messages():
         session = await _session(client, settings, title="fuzz control")
         start = cases.start_message(session["presenter_token"])
@@ -271,7 +299,7 @@ async def run_fuzz(settings: FuzzSettings, url: str | None = None) -> FuzzRun:
             if settings.offers:
                 parts["webrtc"] = await fuzz_offers(client, base, settings)
             ready = (await client.get("/readyz")).status_code == 200
-    return FuzzRun(parts, ready)
+    return FuzzRun(parts, ready, None if url is not None else server_errors(log_path))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -305,5 +333,5 @@ def main(argv: Sequence[str]) -> int:
     paths, markdown = write_report(run, command, settings.out)
     print(markdown)
     print("wrote " + ", ".join(str(p) for p in paths))
-    failed = sum(t.failed for t in run.parts.values())
+    failed = sum(t.failed for t in run.parts.values()) + (run.server_errors or 0)
     return 0 if failed == 0 and run.ready_at_end else 1

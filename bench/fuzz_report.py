@@ -27,6 +27,7 @@ def report_json(run: FuzzRun, command: str) -> dict[str, Any]:
         "command": command,
         "machine": machine_info(),
         "ready_at_end": run.ready_at_end,
+        "server_errors": run.server_errors,
         "sent": sum(part["sent"] for part in parts.values()),
         "failures": sum(part["failures"] for part in parts.values()),
         "parts": parts,
@@ -46,7 +47,13 @@ def report_markdown(report: dict[str, Any]) -> str:
         answers = ", ".join(f"{outcome} {n}" for outcome, n in part["outcomes"].items())
         lines.append(f"| {name} | {part['sent']} | {answers} | {part['failures']} |")
     ready = "yes" if report["ready_at_end"] else "**no**"
-    lines += ["", f"Failures: {report['failures']}. Server ready at the end: {ready}."]
+    logged = report["server_errors"]
+    logged_text = "not read (a server at --url)" if logged is None else str(logged)
+    lines += [
+        "",
+        f"Failures: {report['failures']}. Unhandled exceptions in the server's log: "
+        f"{logged_text}. Server ready at the end: {ready}.",
+    ]
     for name, part in report["parts"].items():
         if part["failures_listed"]:
             lines += ["", f"## Failures: {name}", ""]

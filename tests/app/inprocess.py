@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,20 @@ class FakeTranscriber:
     multilingual = False
 
     def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
+        return Decoded((Word("hello", 0.0, max(0.1, len(audio) / 16000)),))
+
+
+class SlowTranscriber:
+    """Reads "hello", taking ``seconds`` a decode: slower than real time at every step."""
+
+    name = "slow"
+    multilingual = False
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
+        time.sleep(self.seconds)
         return Decoded((Word("hello", 0.0, max(0.1, len(audio) / 16000)),))
 
 

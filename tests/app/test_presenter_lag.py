@@ -16,27 +16,10 @@ from typing import Any
 
 import websockets
 
-from engine.audio import Samples
-from engine.events import Word
 from engine.lag import LagReports, LagRule
-from engine.recognition.asr import Decoded, DecodeOptions
-from tests.app.inprocess import FakeTranscriber, in_process_server, new_session
+from tests.app.inprocess import FakeTranscriber, SlowTranscriber, in_process_server, new_session
 from tests.data import ENGLISH
 from tests.support import read_wav
-
-
-class SlowTranscriber:
-    """Reads "hello", taking ``seconds`` a decode: slower than real time at every step."""
-
-    name = "slow"
-    multilingual = False
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-
-    def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
-        time.sleep(self.seconds)
-        return Decoded((Word("hello", 0.0, max(0.1, len(audio) / 16000)),))
 
 
 async def _present(url: str, seconds: float, then_wait_s: float) -> list[tuple[float, Any]]:

@@ -1,8 +1,20 @@
-"""Close reasons fit a close frame (123 bytes of UTF-8) whatever the client sent."""
+"""Close reasons fit a close frame (123 bytes of UTF-8) whatever the client sent; a
+presenter who leaves right after ``stop`` is finalised without an error."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
+from pathlib import Path
+
+import pytest
+import websockets
+
 from app.sockets import close_reason
+from tests.app.inprocess import SlowTranscriber, http, in_process_server, new_session
+from tests.data import ENGLISH
+from tests.support import read_wav
 
 
 def test_close_reason_is_cut_to_123_bytes_never_inside_a_character() -> None:
@@ -11,3 +23,43 @@ def test_close_reason_is_cut_to_123_bytes_never_inside_a_character() -> None:
     assert len(cut.encode("utf-8")) <= 123
     assert cut.startswith("unknown message type é")
     assert close_reason("\U0001f600" * 40).encode("utf-8") == ("\U0001f600" * 30).encode("utf-8")
+
+
+async def test_a_presenter_who_stops_and_leaves_at_once_is_finalised_without_an_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stop, then close the tab before ``ended`` arrives: the stream is finalised, its
+    finals are kept, and the server logs no exception (sending ``ended`` to a socket that
+    is gone raised starlette's WebSocketDisconnected, which the endpoint did not expect)."""
+    pcm, _ = read_wav(ENGLISH)
+    # Decodes that take a while, so "ended" is still to come when the client has gone.
+    async with in_process_server(tmp_path, transcriber=SlowTranscriber(0.3)) as server:
+        # uvicorn's loggers stop at "uvicorn" (and are configured as the server starts), so
+        # its errors reach caplog only through this.
+        logging.getLogger("uvicorn.error").addHandler(caplog.handler)
+        try:
+            session = await new_session(server.url)
+            url = server.url.replace("http://", "ws://") + f"/ws/present/{session['code']}"
+            start = {"type": "start", "token": session["presenter_token"], "sample_rate": 16000}
+            live = await server.state["services"].engine().registry.get(session["code"])
+            for _ in range(3):
+                async with websockets.connect(url) as ws:
+                    await ws.send(json.dumps(start))
+                    await ws.recv()
+                    for at in range(0, 16000 * 2 * 2, 3200):  # two seconds of speech
+                        await ws.send(pcm[at : at + 3200])
+                    await ws.send(json.dumps({"type": "stop"}))
+                # the client closed right after "stop", without waiting for "ended"
+                for _ in range(100):
+                    if not live.live:
+                        break
+                    await asyncio.sleep(0.05)
+            transcript = await http(
+                "GET", f"{server.url}/api/sessions/{session['code']}/transcript"
+            )
+        finally:
+            logging.getLogger("uvicorn.error").removeHandler(caplog.handler)
+    assert not live.live
+    assert transcript.text.lower().count("hello") >= 3, transcript.text
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], [r.getMessage() for r in errors]

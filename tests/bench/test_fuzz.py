@@ -3,14 +3,16 @@ against the app (a fake recogniser) that must find no failure."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import httpx
+import pytest
 
 from bench import fuzz_cases as cases
 from bench.fuzz import FuzzSettings, http_outcome, run_fuzz
 from bench.fuzz_report import report_json, report_markdown
-from tests.app.inprocess import in_process_server
+from tests.app.inprocess import SlowTranscriber, in_process_server
 
 
 def test_a_bare_500_fails_and_a_documented_refusal_does_not() -> None:
@@ -32,12 +34,21 @@ def test_every_line_of_an_offer_is_dropped_and_changed() -> None:
     assert "v=0" not in made[0].sdp and "dropped" in made[0].name
 
 
-async def test_a_short_run_finds_no_failure(tmp_path: Path) -> None:
+async def test_a_short_run_finds_no_failure(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = FuzzSettings(
         out=tmp_path, random_bodies=1, targets=(), other_codes=False, offers=False
     )
-    async with in_process_server(tmp_path) as server:
-        run = await run_fuzz(settings, server.url)
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    async with in_process_server(tmp_path, transcriber=SlowTranscriber(0.05)) as server:
+        uvicorn_errors.addHandler(caplog.handler)  # after uvicorn configured its loggers
+        try:
+            run = await run_fuzz(settings, server.url)
+        finally:
+            uvicorn_errors.removeHandler(caplog.handler)
+    unhandled = [r.getMessage() for r in caplog.records if r.name == "uvicorn.error"]
+    assert unhandled == [], unhandled[:3]
     report = report_json(run, "test")
     assert report["sent"] > 3000 and run.ready_at_end
     http, sockets = run.parts["http"], run.parts["sockets"]
@@ -45,4 +56,5 @@ async def test_a_short_run_finds_no_failure(tmp_path: Path) -> None:
     assert sockets.failed == 0, sockets.failures
     # Each refused start and bad message closed with a code; odd audio ended cleanly.
     assert sockets.outcomes["close 1003"] >= 20 and sockets.outcomes["ended"] >= 5
+    assert sockets.outcomes["left at once"] == 3
     assert "| http |" in report_markdown(report)
