@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from app.services import NotReady
@@ -70,5 +70,16 @@ async def saturated(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": str(exc)}, status_code=503, headers=headers)
 
 
-EXCEPTION_HANDLERS = {Refused: refused, NotReady: not_ready, Saturated: saturated}
+async def client_gone(request: Request, exc: Exception) -> Response:
+    """The client closed the connection before its body ended (a phone losing its network
+    mid-upload): nobody will read the answer, and it is not the server's error to log."""
+    return error(400, "the request ended before its body did")
+
+
+EXCEPTION_HANDLERS = {
+    Refused: refused,
+    NotReady: not_ready,
+    Saturated: saturated,
+    ClientDisconnect: client_gone,
+}
 """Starlette exception handlers: a route raises, the table answers."""

@@ -1,5 +1,6 @@
-"""Close reasons fit a close frame (123 bytes of UTF-8) whatever the client sent; a
-presenter who leaves right after ``stop`` is finalised without an error."""
+"""Connections that end badly: close reasons fit a close frame (123 bytes of UTF-8) whatever
+the client sent; a presenter who leaves right after ``stop`` is finalised without an error;
+a client gone before its request body ended is no server error."""
 
 from __future__ import annotations
 
@@ -63,3 +64,36 @@ async def test_a_presenter_who_stops_and_leaves_at_once_is_finalised_without_an_
     assert transcript.text.lower().count("hello") >= 3, transcript.text
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == [], [r.getMessage() for r in errors]
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/sessions", "/api/sessions/{code}/questions?lang=en"], ids=["json", "audio"]
+)
+async def test_a_client_gone_before_its_body_ended_is_no_server_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, path: str
+) -> None:
+    """A request whose client closes the connection halfway through the body it declared
+    (a JSON body, and a spoken question's audio) logs no unhandled exception."""
+    async with in_process_server(tmp_path) as server:
+        logging.getLogger("uvicorn.error").addHandler(caplog.handler)
+        try:
+            session = await new_session(server.url)
+            host, port = server.url.removeprefix("http://").split(":")
+            kind = "audio/L16" if "questions" in path else "application/json"
+            head = (
+                f"POST {path.format(code=session['code'])} HTTP/1.1\r\nHost: {host}\r\n"
+                f"Content-Type: {kind}\r\nContent-Length: 64000\r\n\r\n"
+            )
+            _, writer = await asyncio.open_connection(host, int(port))
+            writer.write(head.encode() + b"\x00" * 1000)
+            await writer.drain()
+            await asyncio.sleep(0.3)
+            writer.close()
+            await writer.wait_closed()
+            await asyncio.sleep(0.5)
+            facts = await http("GET", f"{server.url}/api/sessions/{session['code']}")
+        finally:
+            logging.getLogger("uvicorn.error").removeHandler(caplog.handler)
+    assert facts.status_code == 200
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], errors
