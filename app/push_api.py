@@ -54,10 +54,10 @@ async def set_push(request: Request) -> Response:
         return error(422, f"url must be a string of at most {MAX_URL} characters")
     try:
         parts = urlsplit(url.strip())
-        port = parts.port  # ValueError when not a number from 0 to 65535
-    except ValueError:  # also an unclosed IPv6 bracket
-        return error(422, "url must be an http or https URL")
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # an unclosed IPv6 bracket; .port of a port past 65535
+        usable = False
+    if not usable:
         return error(422, "url must be an http or https URL")
     allowed = services_of(request).settings.push_hosts
     if not host_allowed(parts.hostname, allowed):

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import random
 import shlex
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,20 +116,19 @@ def http_outcome(response: httpx.Response) -> str | None:
 
 async def _request(
     client: httpx.AsyncClient, tally: Tally, method: str, url: str, **kwargs: Any
-) -> httpx.Response | None:
+) -> None:
     sent = kwargs.get("content", kwargs.get("json", b""))
     what = f"{method} {url[:80]} {str(sent)[:60]!r}"
     try:
         response = await client.request(method, url, **kwargs)
     except httpx.TransportError as error:
         tally.fail(f"{what}: no answer ({type(error).__name__})")
-        return None
+        return
     outcome = http_outcome(response)
     if outcome is None:
         tally.fail(f"{what}: {response.status_code} {response.text[:60]!r}")
     else:
         tally.count(outcome)
-    return response
 
 
 async def _session(
@@ -152,21 +152,28 @@ async def fuzz_http(client: httpx.AsyncClient, settings: FuzzSettings) -> Tally:
     public = await _session(client, settings, title="fuzz")
     private = await _session(client, settings, title="fuzz", listener_passcode="fuzz-pass")
     for session in (public, private):
-        tokens = ("", session["presenter_token"], "x" * 32)
-        for method, template in cases.ROUTES:
-            for code in cases.codes_for(session["code"], others=settings.other_codes):
-                idents = cases.IDS if "{id}" in template else ("1",)
-                for ident, token in ((i, t) for i in idents for t in tokens):
-                    url = cases.fill(template, code, ident)
-                    headers = {"Authorization": f"Bearer {token}"} if token else {}
-                    if method == "GET":
-                        for query in cases.QUERIES:
-                            await _request(client, tally, method, url + query, headers=headers)
-                        continue
-                    bodies = [*cases.BAD_BODIES, *cases.random_bodies(rng, settings.random_bodies)]
-                    for body in bodies:
-                        await _request(client, tally, method, url, content=body, headers=headers)
+        for method, url, headers in _targets(session, settings):
+            if method == "GET":
+                for query in cases.QUERIES:
+                    await _request(client, tally, method, url + query, headers=headers)
+                continue
+            bodies = [*cases.BAD_BODIES, *cases.random_bodies(rng, settings.random_bodies)]
+            for body in bodies:
+                await _request(client, tally, method, url, content=body, headers=headers)
     return tally
+
+
+def _targets(
+    session: dict[str, Any], settings: FuzzSettings
+) -> Iterator[tuple[str, str, dict[str, str]]]:
+    """Every route with each of ``session``'s codes, ids and tokens: method, URL, headers."""
+    tokens = ("", session["presenter_token"], "x" * 32)
+    codes = cases.codes_for(session["code"], others=settings.other_codes)
+    for method, template in cases.ROUTES:
+        idents = cases.IDS if "{id}" in template else ("1",)
+        for code, ident, token in itertools.product(codes, idents, tokens):
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            yield method, cases.fill(template, code, ident), headers
 
 
 async def _real_offer() -> str:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
@@ -48,6 +50,18 @@ class SlowTranscriber:
     def transcribe(self, audio: Samples, options: DecodeOptions) -> Decoded:
         time.sleep(self.seconds)
         return Decoded((Word("hello", 0.0, max(0.1, len(audio) / 16000)),))
+
+
+@contextlib.contextmanager
+def uvicorn_log(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """uvicorn's log into ``caplog``: its loggers stop at "uvicorn" and are configured as the
+    server starts, so enter this once the server is up."""
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(caplog.handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(caplog.handler)
 
 
 @dataclass

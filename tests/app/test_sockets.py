@@ -13,7 +13,13 @@ import pytest
 import websockets
 
 from app.sockets import close_reason
-from tests.app.inprocess import SlowTranscriber, http, in_process_server, new_session
+from tests.app.inprocess import (
+    SlowTranscriber,
+    http,
+    in_process_server,
+    new_session,
+    uvicorn_log,
+)
 from tests.data import ENGLISH
 from tests.support import read_wav
 
@@ -35,10 +41,7 @@ async def test_a_presenter_who_stops_and_leaves_at_once_is_finalised_without_an_
     pcm, _ = read_wav(ENGLISH)
     # Decodes that take a while, so "ended" is still to come when the client has gone.
     async with in_process_server(tmp_path, transcriber=SlowTranscriber(0.3)) as server:
-        # uvicorn's loggers stop at "uvicorn" (and are configured as the server starts), so
-        # its errors reach caplog only through this.
-        logging.getLogger("uvicorn.error").addHandler(caplog.handler)
-        try:
+        with uvicorn_log(caplog):
             session = await new_session(server.url)
             url = server.url.replace("http://", "ws://") + f"/ws/present/{session['code']}"
             start = {"type": "start", "token": session["presenter_token"], "sample_rate": 16000}
@@ -58,8 +61,6 @@ async def test_a_presenter_who_stops_and_leaves_at_once_is_finalised_without_an_
             transcript = await http(
                 "GET", f"{server.url}/api/sessions/{session['code']}/transcript"
             )
-        finally:
-            logging.getLogger("uvicorn.error").removeHandler(caplog.handler)
     assert not live.live
     assert transcript.text.lower().count("hello") >= 3, transcript.text
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -75,8 +76,7 @@ async def test_a_client_gone_before_its_body_ended_is_no_server_error(
     """A request whose client closes the connection halfway through the body it declared
     (a JSON body, and a spoken question's audio) logs no unhandled exception."""
     async with in_process_server(tmp_path) as server:
-        logging.getLogger("uvicorn.error").addHandler(caplog.handler)
-        try:
+        with uvicorn_log(caplog):
             session = await new_session(server.url)
             host, port = server.url.removeprefix("http://").split(":")
             kind = "audio/L16" if "questions" in path else "application/json"
@@ -92,8 +92,6 @@ async def test_a_client_gone_before_its_body_ended_is_no_server_error(
             await writer.wait_closed()
             await asyncio.sleep(0.5)
             facts = await http("GET", f"{server.url}/api/sessions/{session['code']}")
-        finally:
-            logging.getLogger("uvicorn.error").removeHandler(caplog.handler)
     assert facts.status_code == 200
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == [], errors

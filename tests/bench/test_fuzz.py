@@ -3,7 +3,6 @@ against the app (a fake recogniser) that must find no failure."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import httpx
@@ -12,7 +11,7 @@ import pytest
 from bench import fuzz_cases as cases
 from bench.fuzz import FuzzSettings, http_outcome, run_fuzz
 from bench.fuzz_report import report_json, report_markdown
-from tests.app.inprocess import SlowTranscriber, in_process_server
+from tests.app.inprocess import SlowTranscriber, in_process_server, uvicorn_log
 
 
 def test_a_bare_500_fails_and_a_documented_refusal_does_not() -> None:
@@ -40,13 +39,9 @@ async def test_a_short_run_finds_no_failure(
     settings = FuzzSettings(
         out=tmp_path, random_bodies=1, targets=(), other_codes=False, offers=False
     )
-    uvicorn_errors = logging.getLogger("uvicorn.error")
     async with in_process_server(tmp_path, transcriber=SlowTranscriber(0.05)) as server:
-        uvicorn_errors.addHandler(caplog.handler)  # after uvicorn configured its loggers
-        try:
+        with uvicorn_log(caplog):
             run = await run_fuzz(settings, server.url)
-        finally:
-            uvicorn_errors.removeHandler(caplog.handler)
     unhandled = [r.getMessage() for r in caplog.records if r.name == "uvicorn.error"]
     assert unhandled == [], unhandled[:3]
     report = report_json(run, "test")
