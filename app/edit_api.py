@@ -25,6 +25,17 @@ async def create_editor(request: Request) -> Response:
     )
 
 
+async def revoke_editors(request: Request) -> Response:
+    """``DELETE /api/sessions/{code}/editors`` (presenter token): every editor link stops
+    working; ``{"revoked": n}``."""
+    session = await session_or_404(request)
+    if isinstance(session, JSONResponse):
+        return session
+    editing = services_of(request).engine().editing
+    revoked = await editing.revoke_editors(session, bearer(request))
+    return JSONResponse({"code": session.code, "revoked": revoked})
+
+
 async def get_terms(request: Request) -> Response:
     """``GET /api/sessions/{code}/terms``: whoever may follow the session (a private one's
     token, as for the glossary)."""

@@ -279,6 +279,7 @@ def create_app(
         Route("/api/sessions/{code}/terms", edit_api.set_terms, methods=["PUT"]),
         Route("/api/sessions/{code}/terms", edit_api.get_terms, methods=["GET"]),
         Route("/api/sessions/{code}/editors", edit_api.create_editor, methods=["POST"]),
+        Route("/api/sessions/{code}/editors", edit_api.revoke_editors, methods=["DELETE"]),
         Route("/api/sessions/{code}/segments/{segment}", edit_api.correct_segment, methods=["PUT"]),
         Route("/api/sessions/{code}/transcript", api.get_transcript),
         Route("/api/sessions/{code}/speakers", panel_api.add_speaker, methods=["POST"]),

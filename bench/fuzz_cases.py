@@ -28,6 +28,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("PUT", "/api/sessions/{code}/terms"),
     ("GET", "/api/sessions/{code}/terms"),
     ("POST", "/api/sessions/{code}/editors"),
+    ("DELETE", "/api/sessions/{code}/editors"),
     ("PUT", "/api/sessions/{code}/segments/{id}"),
     ("GET", "/api/sessions/{code}/transcript"),
     ("POST", "/api/sessions/{code}/speakers"),

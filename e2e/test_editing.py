@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Dialog, Page, expect
 
 from e2e.conftest import LAPTOP, PHONE, ConsoleLog, open_page
 from tests.data import ENGLISH
@@ -166,3 +166,64 @@ def test_an_editor_follows_a_private_session_with_the_editor_link(
     assert page.locator(".edit-panel").get_attribute("data-connection") == "open"
     assert not console_log.errors, console_log.errors
     page.context.close()
+
+
+def test_the_presenter_revokes_editor_links_and_an_editors_next_fix_is_refused(
+    live_server: str, browser: Browser, console_log: ConsoleLog
+) -> None:
+    """A link that went astray: the console's "Revoke editor links" (after a confirm) stops
+    every editor link given so far. The open editor page's next fix is refused, says why and
+    shows the line as it was; nothing it sent changes the transcript."""
+    session = create_session(live_server, title="revoking")
+    code, token = session["code"], session["presenter_token"]
+    pcm, rate = read_wav(ENGLISH)
+    with ThreadPoolExecutor(1) as thread:
+        streaming = stream_recording(live_server, pcm, rate, speed=4.0, session=session)
+        thread.submit(asyncio.run, streaming).result(timeout=120)
+    editor = httpx.post(
+        f"{live_server}/api/sessions/{code}/editors",
+        headers={"Authorization": f"Bearer {token}"},
+    ).json()
+    transcript = f"{live_server}/api/sessions/{code}/transcript"
+    before = httpx.get(transcript).text
+
+    page = open_page(browser, console_log, **LAPTOP)
+    page.goto(f"{live_server}{editor['edit_url']}")
+    first = page.locator(".edit-line").first
+    expect(first).to_be_visible(timeout=20_000)
+    original = first.inner_text()
+
+    console = open_page(browser, console_log, **LAPTOP)
+    console.goto(f"{live_server}/p/{code}#token={token}")
+    revoke = console.locator("#revoke-editor-links")
+    expect(revoke).to_be_enabled()
+    dialogs: list[str] = []
+
+    def accept(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.accept()
+
+    console.once("dialog", accept)
+    revoke.click()
+    expect(console.locator("#editor-links-status")).to_have_text(
+        "The editor link given so far no longer works. Make new ones for the editors you trust.",
+        timeout=10_000,
+    )
+    assert dialogs and "Revoke every editor link" in dialogs[0]
+
+    page.locator(".edit-lines").focus()
+    page.keyboard.press("Home")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("A fix from a revoked link")
+    page.keyboard.press("Enter")
+    status = page.locator(".edit-status")
+    expect(status).to_contain_text("was revoked", timeout=10_000)
+    expect(status).to_have_attribute("data-error", "true")
+    expect(first).to_have_text(original)
+    assert first.get_attribute("data-rev") == "0"
+    assert httpx.get(transcript).text == before
+    # The browser reports the refused request (403) on the editor's console; nothing else.
+    assert all("403" in line for line in console_log.errors), console_log.errors
+    for opened in (page, console):
+        opened.context.close()

@@ -158,6 +158,15 @@ def test_the_audience_is_counted_by_language_most_first(module: Page) -> None:
     ]
 
 
+def test_revoking_editor_links_says_how_many_stopped_working(module: Page) -> None:
+    texts = evaluate(module, "return [0, 1, 3].map((n) => P.revokedText(n));")
+    assert texts == [
+        "There were no editor links to revoke.",
+        "The editor link given so far no longer works. Make new ones for the editors you trust.",
+        "All 3 editor links given so far no longer work. Make new ones for the editors you trust.",
+    ]
+
+
 def test_microphones_are_listed_once_the_browser_names_them(module: Page) -> None:
     choices = evaluate(
         module,

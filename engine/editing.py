@@ -4,6 +4,10 @@ The same API for every caller (app/api.py; other nodes' changes through app/node
 
 - :meth:`Editing.add_editor` (presenter token): a new editor token. Editor tokens are secrets
   like the presenter's: only their hash is stored (engine/store/base.py ``hash_token``).
+- :meth:`Editing.revoke_editors` (presenter token): every editor token of the session stops
+  working at once, on every node (each check reads the store), for a link that went astray.
+  Editors the presenter still trusts get new links. An editor's open listener socket of a
+  private session follows to its end; its next connection is refused.
 - :meth:`Editing.set_terms` (presenter or editor token): the term list is stored, applied
   to the session's stages (recognition hints, fixed translations) and published as a
   :class:`engine.events.TermsChanged` event, which every node that holds the session applies.
@@ -54,7 +58,10 @@ class Editing:
         if verify_token(session.record, token):
             return
         if not await self._pool.run(self._store.is_editor, session.code, hash_token(token)):
-            raise Refused(Refusal.BAD_CREDENTIALS, "wrong presenter or editor token")
+            raise Refused(
+                Refusal.BAD_CREDENTIALS,
+                "not a presenter or editor link of this session (or the link was revoked)",
+            )
 
     async def add_editor(self, session: Session, token: str | None) -> str:
         """A new editor token for the session (presenter token only); seen only now."""
@@ -62,6 +69,11 @@ class Editing:
         editor = new_token()
         await self._pool.run(self._store.add_editor, session.code, hash_token(editor), time.time())
         return editor
+
+    async def revoke_editors(self, session: Session, token: str | None) -> int:
+        """Forget every editor token of the session (presenter token only); how many."""
+        check_credentials(session, token)
+        return await self._pool.run(self._store.remove_editors, session.code)
 
     async def set_terms(
         self, session: Session, token: str | None, terms: Sequence[Term]

@@ -152,6 +152,11 @@ class SessionStore(Protocol):
         """Whether the session has an editor token with this hash."""
         ...
 
+    def remove_editors(self, code: str) -> int:
+        """Forget every editor token of the session (their links stop working); how many
+        there were."""
+        ...
+
     def set_passcode(self, code: str, passcode_hash: str) -> None:
         """Replace a private session's passcode hash (the tokens it granted stay valid)."""
         ...

@@ -312,6 +312,18 @@ class RedisSessionStore:
         key = session_key(normalise_code(code), "editors")
         return bool(self._redis.sismember(key, token_hash))
 
+    def remove_editors(self, code: str) -> int:
+        """Forget every editor token of the session; how many there were."""
+        norm = normalise_code(code)
+        if not self._redis.exists(session_key(norm, "rec")):
+            raise UnknownSession(f"no session with code {norm!r}")
+        key = session_key(norm, "editors")
+        pipe = self._redis.pipeline()
+        pipe.scard(key)
+        pipe.delete(key)
+        count, _ = pipe.execute()
+        return int(count)
+
     def set_passcode(self, code: str, passcode_hash: str) -> None:
         """Replace a private session's passcode hash (the tokens it granted stay valid)."""
         norm = normalise_code(code)

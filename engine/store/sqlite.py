@@ -321,6 +321,18 @@ class SqliteSessionStore:
         params = (normalise_code(code), token_hash)
         return self._run(lambda conn: conn.execute(query, params).fetchone()) is not None
 
+    def remove_editors(self, code: str) -> int:
+        """Forget every editor token of the session; how many there were."""
+        norm = normalise_code(code)
+        query = "DELETE FROM editors WHERE session_id = (SELECT id FROM sessions WHERE code = ?)"
+
+        def work(conn: sqlite3.Connection) -> int:
+            if not conn.execute("SELECT 1 FROM sessions WHERE code = ?", (norm,)).fetchone():
+                raise UnknownSession(f"no session with code {norm!r}")
+            return int(conn.execute(query, (norm,)).rowcount)
+
+        return self._run(work)
+
     def has_listener_token(self, code: str, token_hash: str) -> bool:
         """Whether the session granted the listener token with this hash."""
         query = (

@@ -1,6 +1,7 @@
 // The console's share panel (templates/present.html, "Share with your audience"): the listener
 // link and where to type the join code, the audience by language, transcript downloads in the
-// chosen language, the presenter's link and a new editor's link to copy, and a private
+// chosen language, the presenter's link and a new editor's link to copy (and revoking the
+// editor links given), and a private
 // session's share link and QR code with a listener token (./console-access.js). The venue
 // screen's and the overlay's links are ./console-displays.js; pushes ./console-push.js.
 
@@ -8,7 +9,7 @@ import {
   authoriseDownloads, grantListenerToken, initPasscodeForm, qrDataUrl,
 } from './console-access.js';
 import { copyText } from './copy-text.js';
-import { audienceText } from './present-state.js';
+import { audienceText, revokedText } from './present-state.js';
 import { pointTranscriptLinks } from './transcript-links.js';
 
 export class SharePanel {
@@ -30,6 +31,8 @@ export class SharePanel {
       copyLink: byId('copy-link'),
       copyPresenterLink: byId('copy-presenter-link'),
       makeEditorLink: byId('make-editor-link'),
+      revokeEditorLinks: byId('revoke-editor-links'),
+      editorLinksStatus: byId('editor-links-status'),
       listenLink: byId('listen-link'),
       joinOrigin: byId('join-origin'),
       qr: byId('share-qr'),
@@ -60,6 +63,10 @@ export class SharePanel {
     if (ui.makeEditorLink) {
       ui.makeEditorLink.disabled = !token;
       ui.makeEditorLink.addEventListener('click', () => this.makeEditorLink());
+    }
+    if (ui.revokeEditorLinks) {
+      ui.revokeEditorLinks.disabled = !token;
+      ui.revokeEditorLinks.addEventListener('click', () => this.revokeEditorLinks());
     }
     ui.transcriptLang.addEventListener('change', () => this.renderTranscriptLinks());
     ui.listenLink.textContent = ui.listenLink.href; // absolute, ready to read out or paste
@@ -95,6 +102,30 @@ export class SharePanel {
       await copyText(`${window.location.origin}${body.edit_url}`, this.ui.makeEditorLink);
     } catch (error) {
       this.onError(`Could not make an editor link: ${error.message}`);
+    }
+  }
+
+  /** Every editor link given so far stops working (DELETE .../editors), once the presenter
+   * confirms: for a link that went astray. */
+  async revokeEditorLinks() {
+    const sure = window.confirm(
+      'Revoke every editor link given so far? Their editors can no longer fix lines; make new links for those you trust.',
+    );
+    if (!sure) return;
+    const { ui } = this;
+    ui.revokeEditorLinks.disabled = true;
+    try {
+      const response = await fetch(`/api/sessions/${encodeURIComponent(this.code)}/editors`, {
+        method: 'DELETE',
+        headers: { Authorization: `Bearer ${this.token}`, Accept: 'application/json' },
+      });
+      const body = await response.json();
+      if (!response.ok) throw new Error(body.error || `${response.status}`);
+      ui.editorLinksStatus.textContent = revokedText(body.revoked);
+    } catch (error) {
+      this.onError(`Could not revoke the editor links: ${error.message}`);
+    } finally {
+      ui.revokeEditorLinks.disabled = false;
     }
   }
 

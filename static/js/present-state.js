@@ -95,6 +95,13 @@ export function audienceText(count, byLanguage, languageNames) {
   return { label: count === 1 ? 'listener' : 'listeners', languages: languages.join(' · ') };
 }
 
+/** What the console says once the editor links are revoked (`count` of them were valid). */
+export function revokedText(count) {
+  if (count === 0) return 'There were no editor links to revoke.';
+  const links = count === 1 ? 'The editor link' : `All ${count} editor links`;
+  return `${links} given so far no longer work${count === 1 ? 's' : ''}. Make new ones for the editors you trust.`;
+}
+
 /** The microphone picker for the browser's audio inputs (`{deviceId, label}`): null while it
  * hides their labels (no permission yet: keep "Default microphone"), else the options
  * (`{label, value}`, the default first; the browser's "default" and "communications" aliases

@@ -194,6 +194,38 @@ async def test_refusals_of_the_editing_endpoints(tmp_path: Path) -> None:
         assert editor not in page.text
 
 
+async def test_revoked_editor_links_stop_working_and_new_ones_work(tmp_path: Path) -> None:
+    async with serving(tmp_path, ScriptedTranscriber()) as url:
+        session = (await call("POST", f"{url}/api/sessions", json={"title": "t"})).json()
+        code, presenter = session["code"], session["presenter_token"]
+        api = f"{url}/api/sessions/{code}"
+        editors = [(await call("POST", f"{api}/editors", presenter)).json() for _ in range(2)]
+        tokens = [made["editor_token"] for made in editors]
+        body: dict[str, Any] = {"json": {"terms": ["Quilter"]}}
+        for token in tokens:
+            assert (await call("PUT", f"{api}/terms", token, **body)).status_code == 200
+        # Only the presenter revokes: not anyone, not an editor.
+        assert (await call("DELETE", f"{api}/editors")).status_code == 401
+        assert (await call("DELETE", f"{api}/editors", "x" * 32)).status_code == 403
+        assert (await call("DELETE", f"{api}/editors", tokens[0])).status_code == 403
+        assert (
+            await call("DELETE", f"{url}/api/sessions/NOPE22/editors", presenter)
+        ).status_code == 404
+        revoked = await call("DELETE", f"{api}/editors", presenter)
+        assert revoked.status_code == 200, revoked.text
+        assert revoked.json() == {"code": code, "revoked": 2}
+        for token in tokens:
+            assert (await call("PUT", f"{api}/terms", token, **body)).status_code == 403
+            fix = await call("PUT", f"{api}/segments/0", token, json={"text": "x"})
+            assert fix.status_code == 403
+        # The presenter still edits, and a new editor link works.
+        assert (await call("PUT", f"{api}/terms", presenter, **body)).status_code == 200
+        fresh = (await call("POST", f"{api}/editors", presenter)).json()["editor_token"]
+        assert (await call("PUT", f"{api}/terms", fresh, **body)).status_code == 200
+        assert (await call("DELETE", f"{api}/editors", presenter)).json()["revoked"] == 1
+        assert (await call("DELETE", f"{api}/editors", presenter)).json()["revoked"] == 0
+
+
 async def test_a_correction_reaches_every_language_backfill_and_transcripts(
     tmp_path: Path,
 ) -> None:

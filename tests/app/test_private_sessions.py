@@ -221,6 +221,14 @@ async def test_its_speakers_and_editors_follow_a_private_session(tmp_path: Path)
             headers={"Authorization": f"Bearer {tokens['editor']}"},
         )
         assert refused.status_code == 403
+        # Editor links revoked: the editor's token opens nothing more; the speaker's still does.
+        revoked = await http("DELETE", f"{api}/editors", headers=auth)
+        assert revoked.status_code == 200 and revoked.json()["revoked"] == 1
+        assert (await listen_close(ws_url(url, code, token=tokens["editor"])))[0] == 1008
+        gone = await http("GET", f"{api}/transcript?token={tokens['editor']}")
+        assert gone.status_code == 403
+        caption = await first_event(ws_url(url, code, token=tokens["speaker"]), "caption")
+        assert caption["text"] == "Secret plans."
 
 
 async def test_repeated_wrong_passcodes_are_refused_per_client(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Terms and corrections across two real server processes sharing one real Redis: the
 presenter streams into A; terms set on B reach A's session; a correction made on B (which
 does not hold the presenter) reaches a Spanish listener on A in both languages, numbered
-after the captions, and the shared store's transcripts hold it."""
+after the captions, and the shared store's transcripts hold it; editor links revoked on A
+are refused on B."""
 
 from __future__ import annotations
 
@@ -104,3 +105,10 @@ async def test_terms_and_corrections_cross_processes_in_order(nodes: list[Server
         ).json()
         line = next(item for item in history if item["segment"] == first["segment"])
         assert line["text"] == fixed and line["history"][0]["text"] == first["text"]
+    # Editor links revoked on A stop working on B at once (each check reads the store).
+    revoked = httpx.delete(f"{a.url}/api/sessions/{code}/editors", headers=auth)
+    assert revoked.status_code == 200 and revoked.json()["revoked"] == 1
+    refused = httpx.put(
+        f"{b.url}/api/sessions/{code}/terms", json={"terms": terms}, headers=editor_auth
+    )
+    assert refused.status_code == 403, refused.text

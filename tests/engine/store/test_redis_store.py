@@ -18,6 +18,7 @@ from tests.engine.store.test_store import (  # noqa: F401  (collected here, run 
     test_code_is_case_insensitive_and_stored_upper,
     test_create_and_get_round_trip,
     test_duplicate_code_and_id_are_refused,
+    test_editor_tokens_are_kept_per_session_until_removed,
     test_finals_filter_by_lang_and_since_in_seq_order,
     test_last_seq_is_zero_for_a_new_session,
     test_private_sessions_keep_a_passcode_hash_and_the_listener_tokens_they_granted,

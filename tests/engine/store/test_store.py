@@ -217,6 +217,26 @@ def test_private_sessions_keep_a_passcode_hash_and_the_listener_tokens_they_gran
     assert not store.has_listener_token("PRV234", "h1")
 
 
+def test_editor_tokens_are_kept_per_session_until_removed(store: SqliteSessionStore) -> None:
+    store.create(make_record())
+    store.create(make_record("PRV234", "s-2"))
+    store.add_editor("abc234", "e1", at=1_001.0)
+    store.add_editor("ABC234", "e2", at=1_002.0)
+    store.add_editor("PRV234", "e3", at=1_003.0)
+    assert store.is_editor("ABC234", "e1") and store.is_editor("ABC234", "e2")
+    assert not store.is_editor("ABC234", "e3") and not store.is_editor("NOPE22", "e1")
+    assert store.remove_editors("abc234") == 2
+    assert not store.is_editor("ABC234", "e1") and not store.is_editor("ABC234", "e2")
+    assert store.is_editor("PRV234", "e3")  # another session's editors keep their links
+    assert store.remove_editors("ABC234") == 0
+    store.add_editor("ABC234", "e4", at=1_004.0)  # new links work after a removal
+    assert store.is_editor("ABC234", "e4")
+    with pytest.raises(UnknownSession):
+        store.remove_editors("NOPE22")
+    with pytest.raises(UnknownSession):
+        store.add_editor("NOPE22", "e1", at=1.0)
+
+
 def test_a_version_2_database_gains_private_sessions(db_path: Path) -> None:
     with sqlite3.connect(db_path) as conn:
         for statements in MIGRATIONS[:2]:
