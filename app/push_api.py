@@ -54,13 +54,14 @@ async def set_push(request: Request) -> Response:
         return error(422, f"url must be a string of at most {MAX_URL} characters")
     try:
         parts = urlsplit(url.strip())
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        web = parts.scheme in ("http", "https") and parts.port != 0
+        host = parts.hostname if web else None
     except ValueError:  # an unclosed IPv6 bracket; .port of a port past 65535
-        usable = False
-    if not usable:
+        host = None
+    if not host:
         return error(422, "url must be an http or https URL")
     allowed = services_of(request).settings.push_hosts
-    if not host_allowed(parts.hostname, allowed):
+    if not host_allowed(host, allowed):
         return error(422, f"captions may be pushed to {', '.join(allowed)} only")
     if not isinstance(lang, str) or not languages.is_known(lang):
         return error(422, f"lang must be one of {', '.join(session.offered)}")
