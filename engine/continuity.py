@@ -3,7 +3,9 @@
 Every stream of a session numbers its segments in one sequence and times them on one clock:
 a stream opened after another goes on from the audio time the last one reached. Each
 speaker's recent final text, per spoken language, is the prompt of their next stream. A
-session loaded back from the store goes on from its finals.
+session loaded back from the store goes on from its finals, and so does one that follows
+what other processes sharing the store said (:meth:`Continuity.follow`; the numbers
+themselves are claimed through the store, engine/segment_claims.py).
 """
 
 from __future__ import annotations
@@ -24,18 +26,47 @@ class Continuity:
 
     def __init__(self, finals: Sequence[Caption] = ()) -> None:
         """``finals``: what the session said before (loaded from the store)."""
-        self._next_segment = max((c.segment for c in finals), default=-1) + 1
-        self.audio_time = max((c.end for c in finals), default=0.0)
+        self._next_segment = 0
+        self.audio_time = 0.0
         """How far into the session's audio its streams have reached (seconds)."""
         self._contexts: dict[tuple[str, str], str] = {}
         """Recent final text per speaker and spoken language: the next stream's prompt. Per
         language, because Whisper follows its prompt's language (an English prompt made a
         Spanish turn come out translated into English)."""
+        self._seen_seq = 0
+        """The newest final (its ``seq``) the prompts were taken from."""
+        self.follow(finals)
+
+    def follow(self, finals: Sequence[Caption]) -> None:
+        """Go on after ``finals`` (the session's finals in ``seq`` order, as the store has
+        them, other processes' included): after their last segment and audio time; where
+        they hold finals newer than those the prompts came from, each speaker's prompt is
+        taken from them."""
+        if not finals:
+            return
+        self._next_segment = max(self._next_segment, max(c.segment for c in finals) + 1)
+        self.audio_time = max(self.audio_time, max(c.end for c in finals))
+        newest = max(c.seq for c in finals)
+        if newest and newest <= self._seen_seq:
+            return
+        self._seen_seq = newest
+        contexts: dict[tuple[str, str], str] = {}
         for caption in finals:
             if caption.source:
                 key = (caption.speaker.id if caption.speaker else PRESENTER_ID, caption.lang)
-                text = f"{self._contexts.get(key, '')} {caption.text}".strip()
-                self._contexts[key] = text[-CONTEXT_CHARS:]
+                text = f"{contexts.get(key, '')} {caption.text}".strip()
+                contexts[key] = text[-CONTEXT_CHARS:]
+        self._contexts.update(contexts)
+
+    @property
+    def upcoming(self) -> int:
+        """The number the next segment would take."""
+        return self._next_segment
+
+    def go_on_from(self, first: int) -> None:
+        """Number the next segments from ``first`` on (numbers claimed for this process;
+        never backwards)."""
+        self._next_segment = max(self._next_segment, first)
 
     def next_segment(self) -> int:
         segment = self._next_segment

@@ -185,7 +185,7 @@ class Presenting:
                 Refusal.AT_CAPACITY,
                 "the server is behind with the streams it has; try again when it catches up",
             )
-        stream = session.open_stream(
+        stream = await session.open_stream(
             speaker,
             request.sample_rate,
             language,

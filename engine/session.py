@@ -35,6 +35,7 @@ from engine.recognition.resources import Recognition
 from engine.recognizers import StreamRecognizers
 from engine.refusals import Refusal, Refused
 from engine.revisions import Remake
+from engine.segment_claims import SegmentClaims
 from engine.session_questions import SessionQuestions
 from engine.speech.stage import SessionSpeaker
 from engine.store.base import SessionRecord, SessionStore, SpeakerRecord
@@ -90,6 +91,7 @@ class Session:
         self.speaker = speaker
         self.pushes = pushes
         self._continuity = Continuity(finals)
+        self._claims = SegmentClaims(record.code, self._continuity, ports.store, ports.store_pool)
         self.speakers = Speakers(record, speakers, ports.store, ports.store_pool)
         self.streams: dict[str, PresenterStream] = {}
         """Each speaker's stream (the newest one, live or finished)."""
@@ -108,6 +110,7 @@ class Session:
             self.translators,
             ports.recognition,
             self._continuity,
+            self._claims,
             self.publish,
         )
         self._audience = SessionAudience(
@@ -254,7 +257,7 @@ class Session:
         """The moderator's decision on a question (engine/session_questions.py)."""
         return await self._questions.decide(question_id, accept)
 
-    def open_stream(
+    async def open_stream(
         self,
         speaker: SpeakerRecord,
         sample_rate: int,
@@ -267,7 +270,24 @@ class Session:
         offered languages is spoken, detected from the first speech. ``fast_finals``: finals
         decode in the short window, about half a second sooner with Whisper base and
         slightly less accurate (a conversation turn, where someone waits for each final).
-        Raises :class:`Refused` when the session cannot take the stream now."""
+        Raises :class:`Refused` when the session cannot take the stream now. The stream
+        numbers its segments from the session's claim (engine/segment_claims.py), held
+        until it closes."""
+        await self._claims.hold()
+        try:
+            return self._new_stream(speaker, sample_rate, language, limits, fast_finals)
+        except BaseException:
+            await self._claims.let_go()
+            raise
+
+    def _new_stream(
+        self,
+        speaker: SpeakerRecord,
+        sample_rate: int,
+        language: str,
+        limits: StreamLimits,
+        fast_finals: bool,
+    ) -> PresenterStream:
         if self.state == "ended":
             raise Refused(Refusal.SESSION_ENDED, "session has ended")
         current = self.streams.get(speaker.id)
@@ -295,5 +315,6 @@ class Session:
         self.streams[speaker.id] = stream
         return stream
 
-    def _stream_closed(self, stream: PresenterStream) -> None:
+    async def _stream_closed(self, stream: PresenterStream) -> None:
         self._continuity.stream_closed(stream.speaker_id, stream.recognizer)
+        await self._claims.let_go()

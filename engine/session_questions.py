@@ -13,12 +13,13 @@ import numpy as np
 
 from engine.audio import SAMPLE_RATE
 from engine.continuity import Continuity
-from engine.events import Caption, Question, Speaker
+from engine.events import Caption, Event, Question, Speaker
 from engine.questions import AUDIENCE_ID, AUDIENCE_NAME, QuestionBox
 from engine.recognition.asr import DecodeOptions, token_budget
 from engine.recognition.policy import guard_repetitions, join_words
 from engine.recognition.resources import Recognition
 from engine.refusals import Refusal, Refused
+from engine.segment_claims import SegmentClaims
 from engine.stream import Publish
 from engine.translation.sentences import ends_sentence
 from engine.translation.stage import SessionTranslator
@@ -37,17 +38,20 @@ class SessionQuestions:
         translators: Mapping[str, SessionTranslator],
         recognition: Recognition,
         continuity: Continuity,
+        claims: SegmentClaims,
         publish: Publish,
     ) -> None:
         """``source_language``: what the moderator reads questions in. ``offered``: the
         languages one may ask in. ``continuity``: where an accepted question's caption goes
-        in the session's numbering and audio time. ``publish``: the session's publish."""
+        in the session's numbering and audio time, held through ``claims`` while it is
+        numbered (engine/segment_claims.py). ``publish``: the session's publish."""
         self.box = QuestionBox()
         self._source = source_language
         self._offered = list(offered)
         self._translators = translators
         self._recognition = recognition
         self._continuity = continuity
+        self._claims = claims
         self._publish = publish
 
     async def ask(self, asker: str, lang: str, text: str) -> Question:
@@ -88,7 +92,17 @@ class SessionQuestions:
         question = self.box.decide(question_id, "accepted" if accept else "rejected")
         await self._publish(question)
         if accept:
-            text = question.text if ends_sentence(question.text) else f"{question.text}?"
+            said = await self._say(question)
+            translator = self._translators.get(question.lang)
+            if translator is not None and isinstance(said, Caption):
+                await translator.on_source(said, whole=True)
+        return question
+
+    async def _say(self, question: Question) -> Event:
+        """Publish an accepted question as a source final, numbered under the claim."""
+        text = question.text if ends_sentence(question.text) else f"{question.text}?"
+        await self._claims.hold()
+        try:
             audio_time = self._continuity.audio_time
             caption = Caption(
                 segment=self._continuity.next_segment(),
@@ -101,8 +115,6 @@ class SessionQuestions:
                 stable=len(text),
                 speaker=Speaker(AUDIENCE_ID, AUDIENCE_NAME),
             )
-            said = await self._publish(caption)
-            translator = self._translators.get(question.lang)
-            if translator is not None and isinstance(said, Caption):
-                await translator.on_source(said, whole=True)
-        return question
+            return await self._publish(caption)
+        finally:
+            await self._claims.let_go()

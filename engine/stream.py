@@ -100,7 +100,7 @@ class PresenterStream:
         publish: Publish,
         translators: Mapping[str, SessionTranslator],
         observer: Observer,
-        on_closed: Callable[[PresenterStream], None],
+        on_closed: Callable[[PresenterStream], Awaitable[None]],
         tenancy: Callable[[], AbstractContextManager[object]],
         label: Callable[[], Speaker | None] = lambda: None,
         speaker_id: str = "presenter",
@@ -177,7 +177,7 @@ class PresenterStream:
                 await self._steps()
         finally:
             self.finished = True
-            self._on_closed(self)
+            await self._on_closed(self)
 
     async def _steps(self) -> None:
         """Step the recogniser as audio arrives; finish it once the stream stops."""

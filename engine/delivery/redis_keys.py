@@ -39,6 +39,7 @@ SESSION_PARTS = (
     "editors",
     "spk",
     "lt",
+    "segs",
 )
 
 

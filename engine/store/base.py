@@ -161,6 +161,18 @@ class SessionStore(Protocol):
         """Replace a private session's passcode hash (the tokens it granted stay valid)."""
         ...
 
+    def claim_segments(self, code: str, at_least: int, count: int) -> int:
+        """Reserve ``count`` consecutive segment numbers of the session, none below
+        ``at_least``, for the process that asks; the first of them. No number is reserved
+        twice, whichever processes share the store (engine/segment_claims.py)."""
+        ...
+
+    def release_segments(self, code: str, claimed_end: int, next_segment: int) -> None:
+        """The process that claimed numbers up to ``claimed_end`` (exclusive) is done with
+        them, having used those below ``next_segment``: the next claim may start there, if
+        nobody claimed after it."""
+        ...
+
     def add_listener_token(self, code: str, token_hash: str, at: float) -> None:
         """Remember a listener token the session granted (its hash), at unix time ``at``."""
         ...

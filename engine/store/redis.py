@@ -97,6 +97,22 @@ return 1
 """
 
 
+# KEYS: the session's claimed-segments counter. ARGV: at least, count. Returns the first.
+_CLAIM_SEGMENTS = """
+local first = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), tonumber(ARGV[1]))
+redis.call('SET', KEYS[1], first + tonumber(ARGV[2]))
+return first
+"""
+
+# KEYS: the counter. ARGV: the claim's end, the next number its holder would have used.
+_RELEASE_SEGMENTS = """
+if tonumber(redis.call('GET', KEYS[1]) or '-1') == tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+return 1
+"""
+
+
 def final_member(caption: Caption) -> str:
     """A final as stored in the finals sorted set (exact times; ``stable``/``ts`` not kept).
     The hub's emit script writes the same form."""
@@ -161,6 +177,8 @@ class RedisSessionStore:
         self._append_final = self._redis.register_script(_APPEND_FINAL)
         self._set_field = self._redis.register_script(_SET_FIELD)
         self._add_token = self._redis.register_script(_ADD_TOKEN)
+        self._claim_segments = self._redis.register_script(_CLAIM_SEGMENTS)
+        self._release_segments = self._redis.register_script(_RELEASE_SEGMENTS)
 
     def ping(self) -> bool:
         return bool(self._redis.ping())
@@ -311,6 +329,18 @@ class RedisSessionStore:
         """Whether the session has an editor token with this hash."""
         key = session_key(normalise_code(code), "editors")
         return bool(self._redis.sismember(key, token_hash))
+
+    def claim_segments(self, code: str, at_least: int, count: int) -> int:
+        """Reserve ``count`` numbers from the session's counter (one script: atomic across
+        every node), none below ``at_least``; the first."""
+        key = session_key(normalise_code(code), "segs")
+        return int(cast(int, self._claim_segments(keys=[key], args=[at_least, count])))
+
+    def release_segments(self, code: str, claimed_end: int, next_segment: int) -> None:
+        """Move the counter back to ``next_segment`` if the last claim was the one ending at
+        ``claimed_end`` (otherwise another node claimed after it: its numbers stay out)."""
+        key = session_key(normalise_code(code), "segs")
+        self._release_segments(keys=[key], args=[claimed_end, next_segment])
 
     def remove_editors(self, code: str) -> int:
         """Forget every editor token of the session; how many there were."""

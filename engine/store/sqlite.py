@@ -308,6 +308,14 @@ class SqliteSessionStore:
         if changed == 0:
             raise UnknownSession(f"no session with code {norm!r}")
 
+    def claim_segments(self, code: str, at_least: int, count: int) -> int:
+        """``at_least``: a SQLite store serves one process, whose session numbers its
+        segments in one sequence (engine/continuity.py); nobody else claims any."""
+        return at_least
+
+    def release_segments(self, code: str, claimed_end: int, next_segment: int) -> None:
+        """Nothing to give back: one process, no claims kept (:meth:`claim_segments`)."""
+
     def add_listener_token(self, code: str, token_hash: str, at: float) -> None:
         """Remember a listener token the session granted (its hash)."""
         self._add_token("listener_tokens", code, token_hash, at)

@@ -66,7 +66,9 @@ export function mountEditPanel(root, { code, language, token, start = true }) {
     const text = document.createElement('span');
     text.className = 'edit-text';
     item.append(text);
-    const next = [...ui.lines.children].find((other) => Number(other.dataset.segment) > segment);
+    const order = state.order();
+    const after = order.slice(order.indexOf(segment) + 1);
+    const next = after.map((other) => ui.lines.querySelector(`[data-segment="${other}"]`)).find(Boolean);
     ui.lines.insertBefore(item, next || null);
     return item;
   }

@@ -4,6 +4,8 @@
 //
 // A line is a source final (docs/protocol.md). A correction is a new final of the same
 // segment with a higher `rev`; of equal revisions the later `seq` wins (last write wins).
+// Lines stand where their first final came (its `seq`), as in the transcripts: segment
+// numbers are unique but not in spoken order across the processes of a shared server.
 
 /** Whether caption `a` replaces caption `b` as the text of its line. */
 export function isNewer(a, b) {
@@ -85,7 +87,7 @@ export function formatTerms(terms) {
 
 export class EditState {
   constructor() {
-    this.lines = new Map(); // segment -> {segment, lang, text, rev, seq, start, end}
+    this.lines = new Map(); // segment -> {segment, lang, text, rev, seq, first, start, end}
     this.selected = null; // segment
     this.editing = null; // segment being fixed
     this.terms = [];
@@ -110,6 +112,7 @@ export class EditState {
       text: event.text || '',
       rev: event.rev || 0,
       seq: event.seq || 0,
+      first: current ? current.first : event.seq || 0, // where the line stands
       start: event.start,
       end: event.end,
     });
@@ -117,9 +120,9 @@ export class EditState {
     return event.segment;
   }
 
-  /** Segments in the order they were spoken. */
+  /** Segments in the order their lines stand (their first finals' `seq`). */
   order() {
-    return [...this.lines.keys()].sort((a, b) => a - b);
+    return [...this.lines.values()].sort((a, b) => a.first - b.first).map((line) => line.segment);
   }
 
   select(segment) {

@@ -54,6 +54,27 @@ def test_context_keeps_only_the_recent_text() -> None:
     assert len(context) == CONTEXT_CHARS and words.endswith(context)
 
 
+def test_it_follows_what_other_processes_said() -> None:
+    continuity = Continuity([final(0, "Mine.", 2.0, seq=1)])
+    assert continuity.next_segment() == 1
+    continuity.follow(
+        [
+            final(0, "Mine.", 2.0, seq=1),
+            final(1, "Theirs.", 6.0, seq=5),
+            final(4, "Hola.", 8.0, lang="es", seq=9, speaker=Speaker("g1", "Ana")),
+        ]
+    )
+    assert continuity.next_segment() == 5 and continuity.audio_time == 8.0
+    assert continuity.context(PRESENTER_ID, "en") == "Mine. Theirs."
+    assert continuity.context("g1", "es") == "Hola."
+    continuity.follow([final(0, "Stale.", 1.0, seq=1)])  # nothing newer: nothing moves back
+    assert continuity.upcoming == 6 and continuity.audio_time == 8.0
+    assert continuity.context(PRESENTER_ID, "en") == "Mine. Theirs."
+    continuity.go_on_from(1_000)  # numbers claimed for this process
+    continuity.go_on_from(10)  # never backwards
+    assert [continuity.next_segment() for _ in range(2)] == [1_000, 1_001]
+
+
 def test_a_closed_stream_moves_the_clock_and_the_prompt() -> None:
     continuity = Continuity([final(0, "Old.", 10.0)])
     continuity.stream_closed(PRESENTER_ID, Closed(4.0, "en", "New text."))  # type: ignore[arg-type]

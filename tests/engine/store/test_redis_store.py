@@ -37,6 +37,26 @@ def store(redis_server: RedisServer) -> Iterator[RedisSessionStore]:
     opened.close()
 
 
+def test_segment_claims_never_overlap_and_a_release_keeps_numbers_consecutive(
+    store: RedisSessionStore,
+) -> None:
+    store.create(make_record())
+    first = store.claim_segments("abc234", 0, 100)
+    assert first == 0
+    second = store.claim_segments("ABC234", 5, 100)  # another node, while the first holds
+    assert second == 100
+    store.release_segments("ABC234", 100, 12)  # not the last claim: no effect
+    assert store.claim_segments("ABC234", 0, 10) == 200
+    store.release_segments("ABC234", 210, 203)  # the last claim: the next goes on from it
+    assert store.claim_segments("ABC234", 0, 10) == 203
+    store.release_segments("ABC234", 213, 203)
+    assert store.claim_segments("ABC234", 500, 10) == 500  # never below what was said
+    store.create(make_record("PRV234", "s-2"))
+    assert store.claim_segments("PRV234", 0, 10) == 0  # per session
+    assert store.purge_ended_before(2_000.0) == 2
+    assert store.claim_segments("ABC234", 0, 10) == 0  # purged with its session
+
+
 def test_restart_keeps_sessions_and_finals(redis_server: RedisServer) -> None:
     store = RedisSessionStore(redis_server.url)
     store.create(make_record())

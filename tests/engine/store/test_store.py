@@ -237,6 +237,15 @@ def test_editor_tokens_are_kept_per_session_until_removed(store: SqliteSessionSt
         store.add_editor("NOPE22", "e1", at=1.0)
 
 
+def test_a_sqlite_store_claims_no_segment_numbers(store: SqliteSessionStore) -> None:
+    """One process serves a SQLite store: its session's own numbering is the only one."""
+    store.create(make_record())
+    assert store.claim_segments("ABC234", 7, 100) == 7
+    assert store.claim_segments("ABC234", 7, 100) == 7
+    store.release_segments("ABC234", 107, 9)
+    assert store.claim_segments("ABC234", 9, 100) == 9
+
+
 def test_a_version_2_database_gains_private_sessions(db_path: Path) -> None:
     with sqlite3.connect(db_path) as conn:
         for statements in MIGRATIONS[:2]:
