@@ -412,8 +412,15 @@ async def test_listener_hears_a_final_translation_that_transcribes_back(
     audio = heard.audio()
     loud = audio[np.abs(audio) > 500]
     assert loud.size > 48000 * 0.5, "no speech reached the listener"
+    # Recognised in real time: faster, the recogniser falls behind and sheds its context
+    # (docs/metrics.md, "Degradation"), and the words it gets back vary from run to run.
     finals = await _present(
-        server.url, create_session(server.url), audio.astype("<i2").tobytes(), 48000, "en"
+        server.url,
+        create_session(server.url),
+        audio.astype("<i2").tobytes(),
+        48000,
+        "en",
+        speed=1.0,
     )
     text = " ".join(finals)
     expected = normalise_for_wer(translation).split()
