@@ -18,7 +18,7 @@ from engine.presenting import check_credentials
 from engine.refusals import Refused
 from engine.registry import TooManySessions
 from engine.session import Session
-from engine.store.base import verify_token
+from engine.store.base import SpeakerRecord, verify_token
 from engine.terms import TermError, parse_terms
 
 MAX_TITLE = 200
@@ -73,15 +73,18 @@ def listen_url(code: str, listener_token: str | None) -> str:
     return f"/s/{code}" + (f"#token={listener_token}" if listener_token else "")
 
 
-def session_facts(session: Session, services: Services) -> dict[str, Any]:
+def session_facts(
+    session: Session, services: Services, speakers: Sequence[SpeakerRecord]
+) -> dict[str, Any]:
+    """What anyone who may follow the session learns of it (``speakers``: its speakers as
+    :meth:`engine.panel.Speakers.current` has them)."""
     record = session.record
-    speakers = [
-        {"id": s.id, "name": s.name, "language": s.language, "live": s.id in live}
-        for live in [{t.speaker_id for t in session.live_streams}]
-        for s in session.speakers
+    live = {stream.speaker_id for stream in session.live_streams}
+    speakers_json = [
+        {"id": s.id, "name": s.name, "language": s.language, "live": s.id in live} for s in speakers
     ]
     return {
-        "speakers": speakers,
+        "speakers": speakers_json,
         "code": record.code,
         "title": record.title,
         "source_language": record.source_language,
@@ -195,7 +198,8 @@ async def get_session(request: Request) -> Response:
             await services_of(request).engine().access.check(session, credential(request))
         except Refused:
             return JSONResponse({"code": session.code, "private": True})
-    return JSONResponse(session_facts(session, services_of(request)))
+    speakers = await session.speakers.current()
+    return JSONResponse(session_facts(session, services_of(request), speakers))
 
 
 def bearer(request: Request) -> str:

@@ -93,7 +93,7 @@ async def whoami(request: Request) -> Response:
     if isinstance(session, JSONResponse):
         return session
     token = bearer(request)
-    speaker = session.speakers.with_token(token) if token else None
+    speaker = await session.speakers.find(token) if token else None
     if not token:
         raise Refused(Refusal.NO_CREDENTIALS, "a presenter or speaker token is required")
     if speaker is None:

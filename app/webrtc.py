@@ -135,7 +135,7 @@ async def _answer_presenter(
     offer: Offer,
     directions: list[str],
 ) -> Response:
-    speaker_of(session, offer.token)  # refused before negotiating; start checks it again
+    await speaker_of(session, offer.token)  # refused before negotiating; start checks again
     if not any(d in ("sendrecv", "sendonly") for d in directions):
         raise OfferError(400, "the offer sends no audio track")
     pc = new_peer_connection(services_of(request).settings)

@@ -99,7 +99,7 @@ class ListenerAccess:
             return
         if not token:
             raise Refused(Refusal.NO_CREDENTIALS, "this session is private: join with its passcode")
-        if session.speakers.with_token(token) is not None:  # the presenter's too
+        if await session.speakers.find(token) is not None:  # the presenter's too
             return
         if not await self._store_pool.run(self._stored, session.code, hash_token(token)):
             raise Refused(Refusal.BAD_CREDENTIALS, "this listener token is not valid here")
@@ -126,7 +126,7 @@ class ListenerAccess:
         """A listener token for a console's share link and QR code (``Refused`` unless
         ``token`` is the presenter's or a panel speaker's: who may speak may invite, or the
         session is public)."""
-        speaker_of(session, token)
+        await speaker_of(session, token)
         _check_private(session)
         return await self._grant(session)
 

@@ -2,12 +2,18 @@
 
 Each added speaker has a token of their own (stored hashed, shown once) and a language. A
 session with more than one speaker is a panel, and its captions name their speaker.
+
+Processes sharing a Redis store each hold the speakers they loaded or added. A speaker
+added through another process is read from the store when a token matches nobody held
+here (:meth:`Speakers.find`), before one is added (positions and the limit count them all),
+and for the session's facts at most every ``REFRESH_S`` (:meth:`Speakers.current`).
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
+import time
 from collections.abc import Iterator, Sequence
 
 from engine.events import Speaker
@@ -28,6 +34,11 @@ MAX_SPEAKERS = 12
 MAX_NAME = 60
 """The longest speaker's name kept (longer names are cut)."""
 
+REFRESH_S = 5.0
+"""How stale the speakers in a session's facts may be where another process added one: the
+console reads the facts every 10 s, and a store read per request would follow a crowd of
+listeners opening the page."""
+
 
 class Speakers:
     """The speakers of one session, in the order they joined (the presenter first)."""
@@ -45,6 +56,7 @@ class Speakers:
         self._all: list[SpeakerRecord] = [presenter_speaker(record), *stored]
         self._store = store
         self._store_pool = store_pool
+        self._refreshed = time.monotonic()
 
     def __iter__(self) -> Iterator[SpeakerRecord]:
         return iter(list(self._all))
@@ -65,6 +77,28 @@ class Speakers:
                 found = speaker
         return found
 
+    async def find(self, token: str) -> SpeakerRecord | None:
+        """The speaker whose token this is, one added by another process included (read
+        from the store when nobody held here has it), or None."""
+        found = self.with_token(token)
+        if found is None:
+            await self.refresh()
+            found = self.with_token(token)
+        return found
+
+    async def current(self) -> list[SpeakerRecord]:
+        """The speakers, read again from the store if that was more than ``REFRESH_S`` ago."""
+        if time.monotonic() - self._refreshed > REFRESH_S:
+            await self.refresh()
+        return list(self._all)
+
+    async def refresh(self) -> None:
+        """Take in the speakers other processes added (the store's list)."""
+        stored = await self._store_pool.run(self._store.speakers, self._code)
+        self._refreshed = time.monotonic()
+        known = {speaker.id for speaker in self._all}
+        self._all.extend(speaker for speaker in stored if speaker.id not in known)
+
     def label(self, speaker_id: str) -> Speaker | None:
         """What a caption of this speaker names, in a panel; None otherwise."""
         if not self.panel:
@@ -74,6 +108,7 @@ class Speakers:
 
     async def add(self, name: str, language: str) -> tuple[SpeakerRecord, str]:
         """A new speaker of the panel and their token (the only time it is seen)."""
+        await self.refresh()
         if len(self._all) >= MAX_SPEAKERS:
             raise Refused(Refusal.AT_CAPACITY, f"a session has at most {MAX_SPEAKERS} speakers")
         token = new_token()

@@ -59,11 +59,11 @@ def check_credentials(session: Session, token: str | None) -> None:
         raise Refused(Refusal.BAD_CREDENTIALS, "wrong presenter token")
 
 
-def speaker_of(session: Session, token: str | None) -> SpeakerRecord:
+async def speaker_of(session: Session, token: str | None) -> SpeakerRecord:
     """The speaker (the presenter, or a panel's speaker) whose token this is."""
     if not token:
         raise Refused(Refusal.NO_CREDENTIALS, "presenter or speaker token required")
-    speaker = session.speakers.with_token(token)
+    speaker = await session.speakers.find(token)
     if speaker is None:
         raise Refused(Refusal.BAD_CREDENTIALS, "wrong presenter token")
     return speaker
@@ -172,7 +172,7 @@ class Presenting:
     async def start(self, session: Session, request: StartRequest) -> Presentation:
         """Open a stream of the speaker whose token the request carries: the session goes
         live and recognises what it is sent."""
-        speaker = speaker_of(session, request.token)
+        speaker = await speaker_of(session, request.token)
         if not MIN_RATE <= request.sample_rate <= MAX_RATE:
             raise Refused(
                 Refusal.BAD_AUDIO, f"sample_rate must be an integer {MIN_RATE}-{MAX_RATE}"

@@ -1,0 +1,63 @@
+"""Panel speakers across two real server processes sharing one real Redis: a speaker added
+through one node is known to another that already held the session, for their token (the
+console, the stream, a private session's captions) and in the session's facts. Before,
+a node knew only the speakers it had loaded or added itself, and refused the token of one
+added elsewhere as "wrong presenter token"."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from engine.panel import REFRESH_S
+from tests.data import ENGLISH
+from tests.support import ServerProcess, create_session, read_wav, stream_recording
+
+
+async def test_a_speaker_added_on_one_node_is_known_on_another(
+    nodes: list[ServerProcess],
+) -> None:
+    a, b = nodes
+    session = create_session(a.url, listener_passcode="tulip 42")
+    code, token = session["code"], session["presenter_token"]
+    for node in (a, b):  # both nodes hold the session before the speaker is added
+        facts = httpx.get(
+            f"{node.url}/api/sessions/{code}", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert [s["name"] for s in facts.json()["speakers"]] == ["Presenter"]
+    added = httpx.post(
+        f"{b.url}/api/sessions/{code}/speakers",
+        json={"name": "Ana", "language": "en"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert added.status_code == 201, added.text
+    ana = added.json()["token"]
+    auth = {"Authorization": f"Bearer {ana}"}
+    for node in (a, b):
+        who = httpx.get(f"{node.url}/api/sessions/{code}/whoami", headers=auth).json()
+        assert who["role"] == "speaker" and who["speaker"]["name"] == "Ana", node.url
+        facts = httpx.get(f"{node.url}/api/sessions/{code}", headers=auth)
+        assert facts.status_code == 200 and facts.json().get("speakers"), facts.text
+        assert [s["name"] for s in facts.json()["speakers"]] == ["Presenter", "Ana"], node.url
+    # Ana streams into A, which held the session before she was added.
+    run = await stream_recording(
+        a.url, *read_wav(ENGLISH), speed=4.0, session={"code": code, "presenter_token": ana}
+    )
+    assert run.close_code == 1000, run.close_reason
+    said = run.finals("en")
+    assert said and {e["speaker"]["name"] for e in said} == {"Ana"}
+    # A second speaker added on A counts B's (positions and the limit are the store's), and
+    # B's facts list him within REFRESH_S.
+    second = httpx.post(
+        f"{a.url}/api/sessions/{code}/speakers",
+        json={"name": "Ben", "language": "en"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert second.status_code == 201, second.text
+    await asyncio.sleep(REFRESH_S + 0.5)  # B's facts read the store again by then
+    names = [
+        s["name"]
+        for s in httpx.get(f"{b.url}/api/sessions/{code}", headers=auth).json()["speakers"]
+    ]
+    assert names == ["Presenter", "Ana", "Ben"]
