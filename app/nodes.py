@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.settings import Settings
-from engine.delivery.hub import AudienceChanged, Corrected, Hub, TermsFollowed
+from engine.delivery.hub import AudienceChanged, Corrected, Hub, QuestionFollowed, TermsFollowed
 from engine.delivery.memory import InMemoryHub
 from engine.registry import SessionRegistry
 from engine.store.base import SessionStore
@@ -45,7 +45,9 @@ async def follow_other_nodes(hub: Hub, registry: SessionRegistry) -> None:
     new audience size); a state another node published becomes this node's state too, and
     an ended session leaves memory after the grace period; a term list another node set
     applies here too, and a correction another node made reaches the sentences this node
-    has not translated yet (that node re-made the published ones). A hub of one process has
+    has not translated yet (that node re-made the published ones); a question from the
+    floor another node held or decided is held or decided here too, so the moderator may
+    list and decide it through any node. A hub of one process has
     no other nodes, and this returns at once."""
     async for change in hub.remote_changes():
         session = registry.loaded(change.code)
@@ -59,6 +61,9 @@ async def follow_other_nodes(hub: Hub, registry: SessionRegistry) -> None:
             continue
         if isinstance(change, Corrected):
             session.corrected(change.caption)
+            continue
+        if isinstance(change, QuestionFollowed):
+            session.questions.follow(change.question)
             continue
         session.follow_state(change.state)
         if change.state == "ended":

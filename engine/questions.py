@@ -67,11 +67,24 @@ class QuestionBox:
             raise Refused(Refusal.AT_CAPACITY, "the moderator has many questions waiting")
         self._asked[asker] = [*recent, now]
         question = Question(secrets.token_hex(4), lang, text, " ".join(translation.split()))
+        self._keep(question)
+        return question
+
+    def follow(self, question: Question) -> None:
+        """A question another process sharing the session held or decided (its event):
+        kept here too, so the moderator may decide it through this process. A decision
+        made here is never taken back by an older event."""
+        known = self._questions.get(question.id)
+        if known is not None and known.state != "held" and question.state == "held":
+            return
+        self._keep(replace(question, seq=0, ts=0.0))
+
+    def _keep(self, question: Question) -> None:
         self._questions[question.id] = question
         while len(self._questions) > 4 * self.rules.max_held:  # forget decided ones first
-            oldest = next(q for q in self._questions.values() if q.state != "held")
+            decided = (q for q in self._questions.values() if q.state != "held")
+            oldest = next(decided, next(iter(self._questions.values())))
             del self._questions[oldest.id]
-        return question
 
     def decide(self, question_id: str, state: QuestionState) -> Question:
         """Accept or reject a held question; raises :class:`Refused` for an unknown one or

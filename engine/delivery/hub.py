@@ -246,7 +246,15 @@ class Corrected:
     caption: Caption
 
 
-RemoteChange = AudienceChanged | StateChanged | TermsFollowed | Corrected
+@dataclass(frozen=True, slots=True)
+class QuestionFollowed:
+    """Another node held a question from the floor of ``code``, or decided one."""
+
+    code: str
+    question: Question
+
+
+RemoteChange = AudienceChanged | StateChanged | TermsFollowed | Corrected | QuestionFollowed
 """What a shared hub learns of other nodes (:meth:`Hub.remote_changes`)."""
 
 

@@ -54,13 +54,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.delivery.fanout import Fanout, FanoutSubscribers
-from engine.delivery.hub import Corrected, Persist, RemoteChange, TermsFollowed
+from engine.delivery.hub import (
+    Corrected,
+    Persist,
+    QuestionFollowed,
+    RemoteChange,
+    TermsFollowed,
+)
 from engine.delivery.redis_audience import SharedAudience
 from engine.delivery.redis_changes import ChangeFeed
 from engine.delivery.redis_connection import REDIS_ERRORS, Reachability, connect_async
 from engine.delivery.redis_entries import decode_entry, entry_body, stream_items
 from engine.delivery.redis_keys import Backoff, code_of, session_key
-from engine.events import Caption, Event, SpeechAudio, StateChange, TermsChanged, with_seq
+from engine.events import (
+    Caption,
+    Event,
+    Question,
+    SpeechAudio,
+    StateChange,
+    TermsChanged,
+    with_seq,
+)
 from engine.store.redis import final_body
 
 log = logging.getLogger(__name__)
@@ -351,6 +365,8 @@ class RedisHub(FanoutSubscribers):
             self._changes.edit(TermsFollowed(code, event.terms))
         elif isinstance(event, Caption) and event.source and event.rev:
             self._changes.edit(Corrected(code, event))
+        elif isinstance(event, Question):
+            self._changes.edit(QuestionFollowed(code, event))
 
     def _wake_settled(self) -> None:
         waiting, self._waiters = self._waiters, []

@@ -1,11 +1,12 @@
 """What a node of the Redis hub learns of the other nodes, as a feed
 (:meth:`engine.delivery.redis.RedisHub.remote_changes`).
 
-The hub's reader adds the state changes, term lists and corrections that other nodes
-emitted; the audience task (:mod:`engine.delivery.redis_audience`) adds a session whose
-audience on other nodes changed. Overflow policy: the feed holds at most one audience change
-per session (they fold into one: the consumer re-reads the whole audience anyway); state
-changes, terms and corrections keep their order and are all kept.
+The hub's reader adds the state changes, term lists, corrections and questions from the
+floor that other nodes emitted; the audience task (:mod:`engine.delivery.redis_audience`)
+adds a session whose audience on other nodes changed. Overflow policy: the feed holds at
+most one audience change per session (they fold into one: the consumer re-reads the whole
+audience anyway); state changes, terms, corrections and questions keep their order and are
+all kept.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator
 from engine.delivery.hub import (
     AudienceChanged,
     Corrected,
+    QuestionFollowed,
     RemoteChange,
     StateChanged,
     TermsFollowed,
@@ -29,7 +31,7 @@ class ChangeFeed:
 
     def __init__(self) -> None:
         self._audience: dict[str, None] = {}
-        self._states: list[StateChanged | TermsFollowed | Corrected] = []
+        self._states: list[StateChanged | TermsFollowed | Corrected | QuestionFollowed] = []
         self._ready = asyncio.Event()
         self._closed = False
 
@@ -41,7 +43,7 @@ class ChangeFeed:
         self._states.append(StateChanged(code, state))
         self._ready.set()
 
-    def edit(self, change: TermsFollowed | Corrected) -> None:
+    def edit(self, change: TermsFollowed | Corrected | QuestionFollowed) -> None:
         self._states.append(change)
         self._ready.set()
 
