@@ -43,12 +43,12 @@ async def follow_other_nodes(hub: Hub, registry: SessionRegistry) -> None:
     """Run for the life of the process: when listeners on other nodes join, leave or switch
     language, the sessions held here re-read what to translate and speak (and announce the
     new audience size); a state another node published becomes this node's state too, and
-    an ended session leaves memory after the grace period; a term list another node set
-    applies here too, and a correction another node made reaches the sentences this node
-    has not translated yet (that node re-made the published ones); a question from the
-    floor another node held or decided is held or decided here too, so the moderator may
-    list and decide it through any node. A hub of one process has
-    no other nodes, and this returns at once."""
+    an ended session has the streams open here finalised, then leaves memory after the
+    grace period; a term list another node set applies here too, and a correction another
+    node made reaches the sentences this node has not translated yet (that node re-made the
+    published ones); a question from the floor another node held or decided is held or
+    decided here too, so the moderator may list and decide it through any node. A hub of
+    one process has no other nodes, and this returns at once."""
     async for change in hub.remote_changes():
         session = registry.loaded(change.code)
         if session is None:
@@ -67,4 +67,5 @@ async def follow_other_nodes(hub: Hub, registry: SessionRegistry) -> None:
             continue
         session.follow_state(change.state)
         if change.state == "ended":
+            await session.finish_streams()  # a stream open here ends with the session
             registry.retire(session)

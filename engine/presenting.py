@@ -206,9 +206,7 @@ class Presenting:
         """End the session: finalise a stream still open, then mark it ended; it leaves
         memory after the registry's grace period."""
         check_credentials(session, token)
-        for stream in session.live_streams:
-            await stream.finish()
-        await session.drain_translation()
+        await session.finish_streams()
         await session.set_state("ended")
         self._registry.retire(session)
 
@@ -216,7 +214,5 @@ class Presenting:
         """Finalise every open stream so nothing said is lost, then close every session."""
         for session in self._registry:
             with contextlib.suppress(Exception):
-                for stream in session.live_streams:
-                    await stream.finish()
-                await session.drain_translation()
+                await session.finish_streams()
         await self._registry.close()

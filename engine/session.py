@@ -227,6 +227,13 @@ class Session:
         """Stop pushing to ``service``; whether it was pushing (engine/audience.py)."""
         return await self._audience.stop_push(service)
 
+    async def finish_streams(self) -> None:
+        """Finalise every stream open here and have every final translated: the session
+        ends (through this process, or another that shares it), or the process stops."""
+        for stream in self.live_streams:
+            await stream.finish()
+        await self.drain_translation()
+
     async def drain_translation(self) -> None:
         """Wait until every final published so far has its translations published."""
         for translator in list(self.translators.values()):

@@ -141,3 +141,49 @@ async def test_two_processes_one_session_through_redis(
         assert {int(c["segment"]): c["text"] for c in body} == expected, node.url
     for node in (a, b):
         await wait_for_status(node.url, 200)
+
+
+async def test_a_session_ended_through_another_node_finalises_the_open_stream(
+    nodes: list[ServerProcess],
+) -> None:
+    """The presenter streams into A; the session is ended through B (another device, the
+    API): A's stream is finalised then, as when it is ended through A. After the session's
+    "ended" state only the finals of what was already shown may come (B published the state
+    before A heard of it); no new speech is recognised. Before, A went on publishing
+    captions into the ended session for as long as audio came."""
+    a, b = nodes
+    session = create_session(a.url)
+    code, token = session["code"], session["presenter_token"]
+    pcm, rate = read_wav(SONNET)
+    events: list[dict[str, object]] = []
+    url = a.url.replace("http://", "ws://") + f"/ws/present/{code}"
+    async with websockets.connect(url) as ws:
+        await ws.send(json.dumps({"type": "start", "token": token, "sample_rate": rate}))
+        assert json.loads(await ws.recv())["type"] == "ready"
+
+        async def receive() -> None:
+            async for message in ws:
+                events.append(json.loads(message))
+
+        receiver = asyncio.create_task(receive())
+        step = rate // 10 * 2
+        for n, offset in enumerate(range(0, 16 * rate * 2, step)):  # 16 s, in real time
+            await ws.send(pcm[offset : offset + step])
+            await asyncio.sleep(0.1)
+            if n == 80:  # 8 s in: ended through B
+                ended = httpx.post(
+                    f"{b.url}/api/sessions/{code}/end",
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                assert ended.status_code == 200, ended.text
+        receiver.cancel()
+    states = [i for i, e in enumerate(events) if e.get("type") == "state"]
+    end = next(i for i in states if events[i]["state"] == "ended")
+    shown = {e["segment"] for e in events[:end] if e.get("type") == "caption"}
+    after = [e for e in events[end + 1 :] if e.get("type") == "caption"]
+    assert all(e["state"] == "final" and e["segment"] in shown for e in after), after
+    finals = [e for e in events if e.get("type") == "caption" and e["state"] == "final"]
+    assert {e["segment"] for e in finals} == shown  # every line shown got its final
+    assert max(float(str(e["end"])) for e in finals) < 11.0  # nothing of the last 5 s
+    stored = httpx.get(f"{a.url}/api/sessions/{code}/transcript").text.split()
+    assert stored == " ".join(str(e["text"]) for e in finals).split()
