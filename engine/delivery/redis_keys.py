@@ -10,7 +10,10 @@ so one session's keys live together. Layout:
 - ``...:seq``     integer: the last ``seq`` handed out (shared by every node)
 - ``...:aud``     hash: each node's audience of the session (count, languages, speech)
 - ``...:lt``      set: hashes of the listener tokens a private session granted
-- ``...:presenter`` string: the node that holds the presenter's stream (with a TTL)
+- ``...:presenter`` string: kept in the purge list for sessions of older builds; nothing
+  writes it (a speaker's "already live" check is per process: docs/architecture.md)
+- ``...:segs``    integer: the end of the newest block of segment numbers a node claimed
+  (engine/segment_claims.py)
 - ``...:spk``     hash: the panel's speakers (id -> JSON of
   :class:`engine.store.base.SpeakerRecord`)
 - ``...:terms``   string: the session's term list (JSON, engine/terms.py)
