@@ -261,3 +261,19 @@ def run_bench_against(
     assert code == 0
     data: dict[str, Any] = json.loads((out / f"{report or name}.json").read_text())
     return data
+
+
+async def follow_socket(url: str, events: list[dict[str, Any]], stop: Any) -> None:
+    """Record every text message of the listener socket ``url`` (JSON) into ``events``
+    until ``stop`` (an ``asyncio.Event``) is set."""
+    import asyncio
+    import json
+
+    import websockets
+
+    async with websockets.connect(url) as ws:
+        while not stop.is_set():
+            try:
+                events.append(json.loads(await asyncio.wait_for(ws.recv(), 0.3)))
+            except TimeoutError:
+                continue

@@ -7,29 +7,18 @@ are refused on B."""
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 from typing import Any
 
 import httpx
 import pytest
-import websockets
 
 from tests.data import ENGLISH
-from tests.support import ServerProcess, create_session, read_wav, stream_recording
+from tests.support import ServerProcess, create_session, follow_socket, read_wav, stream_recording
 
 pytestmark = pytest.mark.skipif(
     shutil.which("apertium") is None, reason="Debian apertium not installed"
 )
-
-
-async def follow(url: str, events: list[dict[str, Any]], stop: asyncio.Event) -> None:
-    async with websockets.connect(url) as ws:
-        while not stop.is_set():
-            try:
-                events.append(json.loads(await asyncio.wait_for(ws.recv(), 0.3)))
-            except TimeoutError:
-                continue
 
 
 async def test_terms_and_corrections_cross_processes_in_order(nodes: list[ServerProcess]) -> None:
@@ -51,7 +40,7 @@ async def test_terms_and_corrections_cross_processes_in_order(nodes: list[Server
     events: list[dict[str, Any]] = []
     stop = asyncio.Event()
     base = a.url.replace("http://", "ws://")
-    listener = asyncio.create_task(follow(f"{base}/ws/listen/{code}?lang=es", events, stop))
+    listener = asyncio.create_task(follow_socket(f"{base}/ws/listen/{code}?lang=es", events, stop))
     await asyncio.sleep(0.5)
     pcm, rate = read_wav(ENGLISH)
     run = await stream_recording(a.url, pcm, rate, speed=4.0, session=session)

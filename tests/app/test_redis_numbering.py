@@ -7,24 +7,13 @@ and replaced the first node's line in every transcript and on every listener pag
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import httpx
 import pytest
-import websockets
 
 from tests.data import ENGLISH, ENGLISH_FLEURS
-from tests.support import ServerProcess, create_session, read_wav, stream_recording
-
-
-async def follow(url: str, events: list[dict[str, Any]], stop: asyncio.Event) -> None:
-    async with websockets.connect(url) as ws:
-        while not stop.is_set():
-            try:
-                events.append(json.loads(await asyncio.wait_for(ws.recv(), 0.3)))
-            except TimeoutError:
-                continue
+from tests.support import ServerProcess, create_session, follow_socket, read_wav, stream_recording
 
 
 def finals(events: list[dict[str, Any]], lang: str) -> dict[int, dict[str, Any]]:
@@ -55,7 +44,7 @@ async def test_a_presenter_reconnecting_to_another_node_keeps_every_line(
     events: list[dict[str, Any]] = []
     stop = asyncio.Event()
     listen = b.url.replace("http://", "ws://") + f"/ws/listen/{code}?lang=en"
-    listener = asyncio.create_task(follow(listen, events, stop))  # B loads the session now
+    listener = asyncio.create_task(follow_socket(listen, events, stop))  # B loads the session now
     await asyncio.sleep(1.0)
     first = await stream_recording(a.url, *read_wav(ENGLISH), speed=4.0, session=session)
     second = await stream_recording(b.url, *read_wav(ENGLISH_FLEURS), speed=4.0, session=session)
@@ -96,7 +85,9 @@ async def test_two_speakers_streaming_into_two_nodes_keep_their_lines(
     stop = asyncio.Event()
     listeners = [
         asyncio.create_task(
-            follow(node.url.replace("http://", "ws://") + f"/ws/listen/{code}?lang=es", got, stop)
+            follow_socket(
+                node.url.replace("http://", "ws://") + f"/ws/listen/{code}?lang=es", got, stop
+            )
         )
         for node, got in ((a, events["a"]), (b, events["b"]))
     ]
