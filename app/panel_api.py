@@ -28,12 +28,14 @@ MAX_QUESTION_BYTES = MAX_QUESTION_S * 16000 * 2
 
 
 def speaker_json(session: Session, speaker: SpeakerRecord) -> dict[str, Any]:
+    """``live``: a stream of the speaker carries audio now (an abandoned one would give way
+    to a new one: engine/stream.py ``idle_takeover_s``)."""
     stream = session.streams.get(speaker.id)
     return {
         "id": speaker.id,
         "name": speaker.name,
         "language": speaker.language,
-        "live": stream is not None and not stream.finished,
+        "live": stream is not None and not stream.finished and not stream.abandoned,
     }
 
 

@@ -11,6 +11,7 @@ at most one live stream, and the session at most ``MAX_LIVE_SPEAKERS`` at once.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ from engine.telemetry import Observer
 from engine.terms import Term, glossary_with, recognition_hint
 from engine.translation.stage import SessionTranslator
 from engine.workers import WorkerPool
+
+log = logging.getLogger(__name__)
 
 MAX_LIVE_SPEAKERS = 4
 """Speakers of one session who may stream at the same time."""
@@ -279,9 +282,15 @@ class Session:
         slightly less accurate (a conversation turn, where someone waits for each final).
         Raises :class:`Refused` when the session cannot take the stream now. The stream
         numbers its segments from the session's claim (engine/segment_claims.py), held
-        until it closes."""
+        until it closes. A stream of the same speaker that receives no audio any more
+        (:attr:`PresenterStream.abandoned`: its connection died without closing) is
+        finalised first, and the new one takes over."""
         await self._claims.hold()
         try:
+            current = self.streams.get(speaker.id)
+            if current is not None and current.abandoned:
+                log.info("%s: %s's new stream takes over an abandoned one", self.code, speaker.id)
+                await current.finish()
             return self._new_stream(speaker, sample_rate, language, limits, fast_finals)
         except BaseException:
             await self._claims.let_go()

@@ -42,6 +42,11 @@ class StreamLimits:
     max_speed: float = 1.0
     """Audio seconds per wall second a presenter may send (tests and replays raise it)."""
     max_stream_seconds: float = 4 * 3600.0
+    idle_takeover_s: float = 5.0
+    """A stream that has received no audio for this long gives way to a new stream of the
+    same speaker: clients send audio all the time, silence included, so it is a connection
+    that died without closing (a presenter's Wi-Fi dropped; the server would hear of it only
+    at the next ping timeout, up to 40 s later, and refuse their reconnect until then)."""
 
 
 class Recognizer(Protocol):
@@ -123,6 +128,7 @@ class PresenterStream:
         self._stopping = False
         self.finished = False
         self._started = time.monotonic()
+        self._last_audio = self._started
         self._received_seconds = 0.0
         self._task: asyncio.Task[None] | None = None
         self._arrivals: deque[tuple[float, float]] = deque(maxlen=4096)
@@ -154,8 +160,16 @@ class PresenterStream:
         if self._received_seconds > self.limits.max_stream_seconds:
             raise Refused(Refusal.TOO_LONG, "stream is longer than the session limit")
         self.recognizer.push(self._resampler.process(samples))
-        self._arrivals.append((self.recognizer.received_until, time.monotonic()))
+        self._last_audio = time.monotonic()
+        self._arrivals.append((self.recognizer.received_until, self._last_audio))
         self._wake.set()
+
+    @property
+    def abandoned(self) -> bool:
+        """Whether the stream is open but has received no audio for ``idle_takeover_s``
+        (:class:`StreamLimits`): a new stream of its speaker may take over."""
+        idle = time.monotonic() - self._last_audio
+        return not self.finished and idle >= self.limits.idle_takeover_s
 
     def arrival_of(self, audio_time: float) -> float | None:
         """When the audio up to ``audio_time`` arrived (``time.monotonic``; None if unknown)."""

@@ -1,6 +1,7 @@
 """Connections that end badly: close reasons fit a close frame (123 bytes of UTF-8) whatever
 the client sent; a presenter who leaves right after ``stop`` is finalised without an error;
-a client gone before its request body ended is no server error."""
+a client gone before its request body ended is no server error; a presenter whose connection
+died without closing starts again at once."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 import websockets
 
 from app.sockets import close_reason
+from engine.stream import StreamLimits
 from tests.app.inprocess import (
     SlowTranscriber,
     http,
@@ -95,3 +97,52 @@ async def test_a_client_gone_before_its_body_ended_is_no_server_error(
     assert facts.status_code == 200
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == [], errors
+
+
+async def test_a_presenter_whose_connection_died_can_start_again_at_once(
+    tmp_path: Path,
+) -> None:
+    """The presenter's first connection stops carrying audio without closing (Wi-Fi gone:
+    the server would hear of it at the next ping timeout). A second device is refused while
+    the first sends audio; once the first has sent none for ``idle_takeover_s``, the
+    presenter's new connection takes over: what the first heard is finalised and kept, and
+    the new stream goes on."""
+    limits = StreamLimits(max_speed=8.0, idle_takeover_s=1.0)
+    async with in_process_server(tmp_path, limits=limits) as server:
+        session = await new_session(server.url)
+        code, token = session["code"], session["presenter_token"]
+        url = server.url.replace("http://", "ws://") + f"/ws/present/{code}"
+        start = json.dumps({"type": "start", "token": token, "sample_rate": 16000})
+        pcm, _ = read_wav(ENGLISH)
+        speech, step = pcm[: 16000 * 2 * 3], 16000 * 2 // 10
+        async with websockets.connect(url) as first:
+            await first.send(start)
+            assert json.loads(await first.recv())["type"] == "ready"
+            for offset in range(0, len(speech), step):  # 3 s of speech, in real time
+                await first.send(speech[offset : offset + step])
+                await asyncio.sleep(0.1)
+            async with websockets.connect(url) as second:  # while the first sends: refused
+                await second.send(start)
+                with pytest.raises(websockets.ConnectionClosed) as refused:
+                    await second.recv()
+            assert refused.value.rcvd is not None and refused.value.rcvd.code == 1013
+            await asyncio.sleep(1.5)  # the first carries nothing more, and stays open
+            who = await http(
+                "GET",
+                f"{server.url}/api/sessions/{code}/whoami",
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            assert who.json()["speaker"]["live"] is False  # the console may say Start
+            async with websockets.connect(url) as third:
+                await third.send(start)
+                assert json.loads(await third.recv())["type"] == "ready"
+                silence = bytes(step)
+                for _ in range(10):
+                    await third.send(silence)
+                    await asyncio.sleep(0.1)
+                await third.send(json.dumps({"type": "stop"}))
+                async for message in third:
+                    if json.loads(message).get("type") == "ended":
+                        break
+        transcript = await http("GET", f"{server.url}/api/sessions/{code}/transcript")
+        assert transcript.status_code == 200 and "hello" in transcript.text  # the first's words
