@@ -33,30 +33,32 @@ class Continuity:
         """Recent final text per speaker and spoken language: the next stream's prompt. Per
         language, because Whisper follows its prompt's language (an English prompt made a
         Spanish turn come out translated into English)."""
-        self._seen_seq = 0
-        """The newest final (its ``seq``) the prompts were taken from."""
+        self._context_until: dict[tuple[str, str], float] = {}
+        """How far into the session's audio each prompt reaches (seconds)."""
         self.follow(finals)
 
     def follow(self, finals: Sequence[Caption]) -> None:
         """Go on after ``finals`` (the session's finals in ``seq`` order, as the store has
-        them, other processes' included): after their last segment and audio time; where
-        they hold finals newer than those the prompts came from, each speaker's prompt is
-        taken from them."""
+        them, other processes' included): after their last segment and audio time. A
+        speaker's prompt is taken from them where they reach further into the audio than
+        the prompt held here: a stream closed here keeps its recogniser's own text, which
+        the decoder reads best (the shown text is shaped: docs/metrics.md, "Sentence
+        breaks")."""
         if not finals:
             return
         self._next_segment = max(self._next_segment, max(c.segment for c in finals) + 1)
         self.audio_time = max(self.audio_time, max(c.end for c in finals))
-        newest = max(c.seq for c in finals)
-        if newest and newest <= self._seen_seq:
-            return
-        self._seen_seq = newest
-        contexts: dict[tuple[str, str], str] = {}
+        contexts: dict[tuple[str, str], tuple[str, float]] = {}
         for caption in finals:
             if caption.source:
                 key = (caption.speaker.id if caption.speaker else PRESENTER_ID, caption.lang)
-                text = f"{contexts.get(key, '')} {caption.text}".strip()
-                contexts[key] = text[-CONTEXT_CHARS:]
-        self._contexts.update(contexts)
+                text, until = contexts.get(key, ("", 0.0))
+                text = f"{text} {caption.text}".strip()[-CONTEXT_CHARS:]
+                contexts[key] = (text, max(until, caption.end))
+        for key, (text, until) in contexts.items():
+            if until > self._context_until.get(key, -1.0):
+                self._contexts[key] = text
+                self._context_until[key] = until
 
     @property
     def upcoming(self) -> int:
@@ -83,3 +85,4 @@ class Continuity:
         language = recognizer.language
         if language is not None:
             self._contexts[(speaker_id, language)] = recognizer.context
+            self._context_until[(speaker_id, language)] = recognizer.received_until

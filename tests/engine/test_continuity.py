@@ -70,6 +70,12 @@ def test_it_follows_what_other_processes_said() -> None:
     continuity.follow([final(0, "Stale.", 1.0, seq=1)])  # nothing newer: nothing moves back
     assert continuity.upcoming == 6 and continuity.audio_time == 8.0
     assert continuity.context(PRESENTER_ID, "en") == "Mine. Theirs."
+    # A stream closed here keeps its recogniser's text over the shaped finals it published.
+    continuity.stream_closed(PRESENTER_ID, Closed(12.0, "en", "Raw text. As decoded."))  # type: ignore[arg-type]
+    continuity.follow([final(9, "raw text as decoded.", 11.8, seq=12)])
+    assert continuity.context(PRESENTER_ID, "en") == "Raw text. As decoded."
+    continuity.follow([final(10, "Said elsewhere later.", 15.0, seq=14)])  # another node's
+    assert continuity.context(PRESENTER_ID, "en") == "Said elsewhere later."
     continuity.go_on_from(1_000)  # numbers claimed for this process
     continuity.go_on_from(10)  # never backwards
     assert [continuity.next_segment() for _ in range(2)] == [1_000, 1_001]
