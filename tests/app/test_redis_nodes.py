@@ -147,10 +147,10 @@ async def test_a_session_ended_through_another_node_finalises_the_open_stream(
     nodes: list[ServerProcess],
 ) -> None:
     """The presenter streams into A; the session is ended through B (another device, the
-    API): A's stream is finalised then, as when it is ended through A. After the session's
-    "ended" state only the finals of what was already shown may come (B published the state
-    before A heard of it); no new speech is recognised. Before, A went on publishing
-    captions into the ended session for as long as audio came."""
+    API): A's stream is finalised then, as when it is ended through A. B publishes the
+    state before A hears of it, so captions of the speech before the end may still follow
+    it, none of what was said after. Before, A went on publishing captions into the ended
+    session for as long as audio came."""
     a, b = nodes
     session = create_session(a.url)
     code, token = session["code"], session["presenter_token"]
@@ -179,11 +179,12 @@ async def test_a_session_ended_through_another_node_finalises_the_open_stream(
         receiver.cancel()
     states = [i for i, e in enumerate(events) if e.get("type") == "state"]
     end = next(i for i in states if events[i]["state"] == "ended")
-    shown = {e["segment"] for e in events[:end] if e.get("type") == "caption"}
+    captions = [e for e in events if e.get("type") == "caption"]
     after = [e for e in events[end + 1 :] if e.get("type") == "caption"]
-    assert all(e["state"] == "final" and e["segment"] in shown for e in after), after
-    finals = [e for e in events if e.get("type") == "caption" and e["state"] == "final"]
-    assert {e["segment"] for e in finals} == shown  # every line shown got its final
+    # Ended 8 s into the audio, sent in real time; A hears of it within a second or so.
+    assert all(float(str(e["start"])) < 9.5 for e in after), after
+    finals = [e for e in captions if e["state"] == "final"]
+    assert {e["segment"] for e in finals} == {e["segment"] for e in captions}  # all final
     assert max(float(str(e["end"])) for e in finals) < 11.0  # nothing of the last 5 s
     stored = httpx.get(f"{a.url}/api/sessions/{code}/transcript").text.split()
     assert stored == " ".join(str(e["text"]) for e in finals).split()
