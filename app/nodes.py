@@ -67,5 +67,4 @@ async def follow_other_nodes(hub: Hub, registry: SessionRegistry) -> None:
             continue
         session.follow_state(change.state)
         if change.state == "ended":
-            await session.finish_streams()  # a stream open here ends with the session
             registry.retire(session)

@@ -99,9 +99,11 @@ class ListenerAccess:
             return
         if not token:
             raise Refused(Refusal.NO_CREDENTIALS, "this session is private: join with its passcode")
-        if await session.speakers.find(token) is not None:  # the presenter's too
+        if session.speakers.with_token(token) is not None:  # the presenter's too
             return
-        if not await self._store_pool.run(self._stored, session.code, hash_token(token)):
+        if await self._store_pool.run(self._stored, session.code, hash_token(token)):
+            return
+        if await session.speakers.find(token) is None:  # one added by another process
             raise Refused(Refusal.BAD_CREDENTIALS, "this listener token is not valid here")
 
     def _stored(self, code: str, token_hash: str) -> bool:

@@ -145,13 +145,18 @@ class SessionRegistry:
         return self._sessions.get(code)
 
     def retire(self, session: Session) -> None:
-        """The session has ended: release it after the grace period (once)."""
+        """The session has ended: finalise the streams still open here (it may have ended
+        through another process), then release it after the grace period (once)."""
         if session.code not in self._releases:
             task = asyncio.create_task(self._release_later(session), name=f"retire-{session.code}")
             self._releases[session.code] = task
 
     async def _release_later(self, session: Session) -> None:
         try:
+            try:
+                await session.finish_streams()
+            except Exception:  # released all the same; the stream's own close logs too
+                log.exception("could not finalise the streams of ended session %s", session.code)
             await asyncio.sleep(self.ended_grace_s)
             await self.release(session)
         finally:

@@ -7,13 +7,14 @@ the same numbers: a presenter whose reconnect lands on another node, or two spea
 panel streaming into two nodes, would otherwise overwrite each other's lines.
 
 Before a process numbers anything (a stream opens, a question is accepted), it *holds* the
-session's numbering: the first holder reads what the store says the session said (other
-processes' finals included: numbers, audio time, prompts) and claims a block of numbers
-from the store (:meth:`engine.store.base.SessionStore.claim_segments`), which no other claim
-overlaps. When the last holder lets go, the unused rest of the block is released, so a
-session that moves from node to node keeps consecutive numbers; a block claimed while
-another process holds one leaves a gap, never a repeat. A SQLite store serves one process
-and claims nothing.
+session's numbering: the first holder claims a block of numbers from the store
+(:meth:`engine.store.base.SessionStore.claim_segments`), which no other claim overlaps. A
+block that starts past the number this process would have taken next means another process
+numbered segments since: the holder then reads what the store says the session said
+(numbers, audio time, prompts) before going on; otherwise it reads nothing. When the last
+holder lets go, the unused rest of the block is released, so a session that moves from node
+to node keeps consecutive numbers; a block claimed while another process holds one leaves a
+gap, never a repeat. A SQLite store serves one process and claims nothing.
 """
 
 from __future__ import annotations
@@ -47,14 +48,17 @@ class SegmentClaims:
         self._lock = asyncio.Lock()
 
     async def hold(self) -> None:
-        """Before numbering: the first holder follows the store and claims a block."""
+        """Before numbering: the first holder claims a block, and follows the store where
+        another process numbered segments since."""
         async with self._lock:
             if self._claimed_end is None:
-                finals = await self._pool.run(self._store.finals, self._code)
-                self._continuity.follow(finals)
+                expected = self._continuity.upcoming
                 first = await self._pool.run(
-                    self._store.claim_segments, self._code, self._continuity.upcoming, CLAIM_SIZE
+                    self._store.claim_segments, self._code, expected, CLAIM_SIZE
                 )
+                if first > expected:
+                    finals = await self._pool.run(self._store.finals, self._code)
+                    self._continuity.follow(finals)
                 self._continuity.go_on_from(first)
                 self._claimed_end = first + CLAIM_SIZE
             self._holders += 1

@@ -4,21 +4,7 @@
 // who is already live says so before Start. Pure DOM wiring over the panel API; no state
 // beyond what the server returns.
 
-const api = (code) => `/api/sessions/${encodeURIComponent(code)}`;
-
-async function call(url, token, options = {}) {
-  const response = await fetch(url, {
-    ...options,
-    headers: {
-      Accept: 'application/json',
-      ...(token ? { Authorization: `Bearer ${token}` } : {}),
-      ...(options.body ? { 'Content-Type': 'application/json' } : {}),
-    },
-  });
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
-  return body;
-}
+import { callApi as call, sessionApi as api } from './session-api.js';
 
 /** Who this console's token is: `{role: "presenter"|"speaker", speaker: {id, name, language, live}}`. */
 export async function whoAmI(code, token) {

@@ -10,6 +10,7 @@ import {
 } from './console-access.js';
 import { copyText } from './copy-text.js';
 import { audienceText, revokedText } from './present-state.js';
+import { callApi, sessionApi } from './session-api.js';
 import { pointTranscriptLinks } from './transcript-links.js';
 
 export class SharePanel {
@@ -93,12 +94,7 @@ export class SharePanel {
   /** A new editor's link (POST .../editors), copied. */
   async makeEditorLink() {
     try {
-      const response = await fetch(`/api/sessions/${encodeURIComponent(this.code)}/editors`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${this.token}`, Accept: 'application/json' },
-      });
-      const body = await response.json();
-      if (!response.ok) throw new Error(body.error || `${response.status}`);
+      const body = await callApi(`${sessionApi(this.code)}/editors`, this.token, { method: 'POST' });
       await copyText(`${window.location.origin}${body.edit_url}`, this.ui.makeEditorLink);
     } catch (error) {
       this.onError(`Could not make an editor link: ${error.message}`);
@@ -115,12 +111,7 @@ export class SharePanel {
     const { ui } = this;
     ui.revokeEditorLinks.disabled = true;
     try {
-      const response = await fetch(`/api/sessions/${encodeURIComponent(this.code)}/editors`, {
-        method: 'DELETE',
-        headers: { Authorization: `Bearer ${this.token}`, Accept: 'application/json' },
-      });
-      const body = await response.json();
-      if (!response.ok) throw new Error(body.error || `${response.status}`);
+      const body = await callApi(`${sessionApi(this.code)}/editors`, this.token, { method: 'DELETE' });
       ui.editorLinksStatus.textContent = revokedText(body.revoked);
     } catch (error) {
       this.onError(`Could not revoke the editor links: ${error.message}`);
