@@ -281,3 +281,48 @@ def test_a_private_sessions_listener_gets_its_languages_once_unlocked(
     phone.context.close()
     unexpected = [e for e in log.errors if "401" not in e]
     assert unexpected == [], unexpected
+
+
+HOUR_OF_FINALS = 1100  # about an hour of a talk's finals: more than a listener queue holds
+
+
+def test_a_listener_and_a_screen_joining_an_hour_in_get_every_line(
+    browser: Browser, background: Background
+) -> None:
+    """A listener's backfill is the whole session so far; more finals than the listener queue's
+    bound (1000) once closed every late joiner before its first line, and its reconnect with
+    the same `since` met the same, for ever."""
+    created = background.create(title="All-day plenary", target_languages=[])
+    code = created["code"]
+    session = background.session(code)
+
+    async def an_hour_of_finals() -> None:
+        for i in range(HOUR_OF_FINALS):
+            await session.publish(en(i, "final", f"Line {i + 1} of the morning."))
+
+    background.call(an_hour_of_finals(), timeout=120)
+    log = ConsoleLog()
+    sockets: dict[str, list[str]] = {"phone": [], "screen": []}
+    phone = open_page(browser, log, viewport={"width": 390, "height": 844}, is_mobile=True)
+    screen = open_page(browser, log, viewport={"width": 1920, "height": 1080})
+    for name, page in (("phone", phone), ("screen", screen)):
+        page.on("websocket", lambda ws, name=name: sockets[name].append(ws.url))
+    phone.goto(f"{background.server.url}/s/{code}")
+    screen.goto(f"{background.server.url}/s/{code}/screen")
+    every_final = f"() => window.interpStats.captions.final >= {HOUR_OF_FINALS}"
+    phone.wait_for_function(every_final, timeout=60_000)
+    screen.wait_for_function(
+        "() => [...document.querySelectorAll('.caption-line')].some((el) => "
+        f"el.textContent.includes('Line {HOUR_OF_FINALS} of'))",
+        timeout=60_000,
+    )
+    assert phone.evaluate("() => window.interpCaptions.finals('en').length") == HOUR_OF_FINALS
+    background.say(session, [en(HOUR_OF_FINALS, "final", "And now, live.")], pause=0)
+    for page in (phone, screen):
+        expect(page.locator(".caption-line").last).to_contain_text("And now, live.")
+    # One socket each: nobody was sent away and asked back.
+    assert {name: len(urls) for name, urls in sockets.items()} == {"phone": 1, "screen": 1}
+    assert phone.evaluate("() => window.interpStats.reconnects") == 0
+    phone.context.close()
+    screen.context.close()
+    assert log.errors == [], log.errors

@@ -308,3 +308,56 @@ def test_a_scrolling_history_shows_every_line_at_once(module: Page) -> None:
         LONG,
     )
     assert count == len(evaluate(module, "(text) => S.breakLines(text)", LONG))
+
+
+def test_a_view_joining_late_shows_the_newest_lines_within_seconds(module: Page) -> None:
+    # A screen opened an hour into a session gets every final at once: it must not replay
+    # them at 1.5 s a line. At most 10 s of lines (six at 1.5 s) wait; the rest are passed
+    # over, and those six are held as live lines are.
+    result = evaluate(
+        module,
+        """(text) => {
+          const state = new S.SubtitleState({ lang: 'en', visible: 3, minLineMs: 1500 });
+          for (let i = 0; i < 200; i += 1) {
+            state.apply(cap(i, 'final', `Line ${i} of the morning session.`), 0);
+          }
+          state.apply(cap(200, 'final', text), 0);  // the newest final: six lines
+          const views = [];
+          for (let t = 0; t <= 6000; t += 500) {
+            const view = state.view(t);
+            views.push({ t, texts: view.lines.map((l) => l.text), next: view.nextChangeAt });
+          }
+          const text_of = (line) => line.words.map((t) => t.w).join(' ');
+          return { views, newest: state.lines.slice(-6).map(text_of) };
+        }""",
+        LONG,
+    )
+    views, newest = result["views"], result["newest"]
+    assert newest[-1].endswith("in a moment.")
+    assert views[0]["texts"] == newest[:3] and views[0]["next"] == 1500
+    assert views[2]["texts"] == newest[:3]  # at 1 s nothing has left yet
+    assert views[3]["texts"] == newest[3:] and views[3]["next"] is None  # live at 1.5 s
+    assert not any(text.startswith("Line ") for view in views for text in view["texts"])
+
+
+def test_a_live_burst_is_held_within_ten_seconds(module: Page) -> None:
+    # A final of six lines shows them in turn (test_each_line_stays_on_screen_...); a final of
+    # eighteen would hold the view 22 s behind the speaker: its oldest lines are passed over.
+    result = evaluate(
+        module,
+        """(text) => {
+          const state = new S.SubtitleState({ lang: 'en', visible: 3, minLineMs: 1500 });
+          state.apply(cap(0, 'final', `${text} ${text} ${text}`), 0);
+          const shown = new Set();
+          let done = null;
+          for (let t = 0; t <= 30000; t += 100) {
+            const view = state.view(t);
+            view.lines.forEach((l) => shown.add(l.id));
+            if (done === null && view.nextChangeAt === null) done = t;
+          }
+          return { lines: state.lines.length, shown: shown.size, done };
+        }""",
+        LONG,
+    )
+    assert result["lines"] >= 15
+    assert result["shown"] == 6 and result["done"] == 1500

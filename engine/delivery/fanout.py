@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from engine.delivery.hub import ListenerQueue, SessionLog, Subscription, presenter_first
+from engine.delivery.hub import (
+    ListenerQueue,
+    SessionLog,
+    Subscription,
+    presenter_first,
+    wants,
+)
 from engine.events import Caption, Event
 
 
@@ -68,8 +74,7 @@ class Fanout:
         sub = Subscription(
             code, langs, ListenerQueue(self.max_queue, self._count_replaced), since, counted, audio
         )
-        for event in self._logs[code].replay(since, langs):
-            sub.queue.put(event)
+        sub.queue.backfill(self._logs[code].replay(since, langs))
         self._subs[code].add(sub)
         self._changed()
         return sub
@@ -86,9 +91,14 @@ class Fanout:
         subscription.langs = langs
         log = self._logs.get(subscription.code)
         if added and log is not None:
-            for event in log.replay(0, added):
-                if isinstance(event, Caption) and not event.source and event.lang in added:
-                    subscription.queue.put(event)
+            subscription.queue.backfill(
+                (
+                    event
+                    for event in log.replay(0, added)
+                    if isinstance(event, Caption) and not event.source and event.lang in added
+                ),
+                keep=lambda event: wants(event, langs, subscription.audio),
+            )
         self._changed()
 
     def set_audio(self, subscription: Subscription, enabled: bool) -> None:

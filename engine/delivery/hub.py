@@ -13,9 +13,14 @@ Listener queue overflow policy (:class:`ListenerQueue`):
 - audio chunks (spoken translation) are never replaced or dropped one by one: the speech
   stage already keeps each language's speech within a bound of the live speaker, so a
   listener whose queue still overflows is too slow for audio;
-- a listener with more than ``max_events`` events waiting is too far behind: its queue is
-  closed and the socket is closed with a reason; the client reconnects with ``since`` and
-  backfills from the log (captions only: audio is live and never backfilled).
+- a listener with more than ``max_events`` live events waiting is too far behind: its queue
+  is closed and the socket is closed with a reason; the client reconnects with ``since`` and
+  backfills from the log (captions only: audio is live and never backfilled);
+- the backfill (what a listener joining with ``since``, or choosing another language, has
+  not seen: the log's finals and newest drafts) waits apart, ahead of the live events, and
+  does not count against ``max_events``. It is the log's own events, already coalesced, and
+  a session of an hour holds more finals than the bound: counted, it closed every late
+  listener before its first event, and the reconnect with the same ``since`` met the same.
 """
 
 from __future__ import annotations
@@ -69,13 +74,30 @@ class ListenerQueue:
         self.max_events = max_events
         self._on_replace = on_replace
         self._items: deque[Event] = deque()
+        self._backfill: deque[Event] = deque()
         self._ready = asyncio.Event()
         self._overflowed = False
         self._closed = False
         self.replaced_drafts = 0
 
     def __len__(self) -> int:
+        """Live events waiting (what ``max_events`` bounds; the backfill is apart)."""
         return len(self._items)
+
+    def backfill(
+        self, events: Iterable[Event], keep: Callable[[Event], bool] | None = None
+    ) -> None:
+        """Queue ``events`` from the session's log ahead of the live ones, unbounded (the
+        module docstring says why). ``keep``: which of the backfill still waiting stays (a
+        language switch drops the languages no longer read, so switching back and forth
+        never holds more than the log)."""
+        if self._overflowed or self._closed:
+            return
+        if keep is not None:
+            self._backfill = deque(e for e in self._backfill if keep(e))
+        self._backfill.extend(events)
+        if self._backfill:
+            self._ready.set()
 
     def put(self, event: Event) -> None:
         if self._overflowed or self._closed:
@@ -102,17 +124,18 @@ class ListenerQueue:
         if len(self._items) > self.max_events:
             self._overflowed = True
             self._items.clear()
+            self._backfill.clear()
         self._ready.set()
 
     async def get(self) -> Event:
-        while not self._items:
+        while not (self._backfill or self._items):
             if self._overflowed:
                 raise ListenerTooSlow("too far behind")
             if self._closed:
                 raise SubscriptionClosed()
             self._ready.clear()
             await self._ready.wait()
-        return self._items.popleft()
+        return (self._backfill or self._items).popleft()
 
     def close(self) -> None:
         self._closed = True

@@ -25,12 +25,19 @@
 // - Each line stays on screen at least `minLineMs` (1.5 s) when the view shows `visible`
 //   lines: a line that would push one out sooner waits, and `view()` says when to look again.
 //   With `visible: Infinity` (a scrolling history) every line shows at once.
+// - A view never runs more than `maxLagMs` (10 s) behind: when more lines wait than it can
+//   show in that time at `minLineMs` each, the oldest of them are passed over. A screen
+//   opened an hour into a session, or back from a dropped connection, gets the session's
+//   finals at once; it shows the newest lines within seconds instead of replaying the hour at
+//   reading pace. A live burst (a long final lays a few lines) is held as before.
 
 import {
   MAX_CHARS, breakScore, chooseBreak, joinedLength, labelLength, newestThatFit, words,
 } from './line-breaks.js';
 
 export const MIN_LINE_MS = 1500;
+// Longer than the holds of a live burst (a final of 20 s of fast speech lays six lines).
+export const MAX_LAG_MS = 10_000;
 
 /** `text` broken into lines of at most `maxChars` at phrase boundaries (a one-shot layout). */
 export function breakLines(text, maxChars = MAX_CHARS) {
@@ -42,15 +49,19 @@ export function breakLines(text, maxChars = MAX_CHARS) {
 export class SubtitleState {
   /**
    * @param {{lang: string, maxChars?: number, visible?: number, minLineMs?: number,
-   *          keep?: number}} options
+   *          maxLagMs?: number, keep?: number}} options
    *   lang: the language shown (captions of other languages are ignored). visible: lines on
    *   screen (Infinity: a scrolling history). keep: lines remembered (the oldest go first).
    */
-  constructor({ lang, maxChars = MAX_CHARS, visible = 3, minLineMs = MIN_LINE_MS, keep = 1000 }) {
+  constructor({
+    lang, maxChars = MAX_CHARS, visible = 3, minLineMs = MIN_LINE_MS, maxLagMs = MAX_LAG_MS,
+    keep = 1000,
+  }) {
     this.lang = lang;
     this.maxChars = Math.max(8, maxChars);
     this.visible = visible;
     this.minLineMs = minLineMs;
+    this.maxWaiting = minLineMs > 0 ? Math.max(1, Math.floor(maxLagMs / minLineMs)) : Infinity;
     this.keep = keep;
     this.lines = []; // {id, words: [{w, key}], speaker, label, closed, corrected, revealedAt}
     this.finals = new Map(); // key (the final's segment) -> {text, rev, speaker}
@@ -86,6 +97,12 @@ export class SubtitleState {
   view(now) {
     const { draftText, draftSpeaker, inline } = this.#draftPlacement();
     let nextChangeAt = null;
+    if (Number.isFinite(this.visible)) {
+      while (this.lines.length - this.revealed > this.maxWaiting) {
+        this.lines[this.revealed].revealedAt = -Infinity; // passed over: holds nothing back
+        this.revealed += 1;
+      }
+    }
     while (this.revealed < this.lines.length) {
       const wait = this.#waitFor(this.revealed + 1, now);
       if (wait > now) {

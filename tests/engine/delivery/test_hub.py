@@ -23,10 +23,21 @@ def cap(
 
 
 def drain(queue: ListenerQueue) -> list[Event]:
-    items: list[Event] = []
-    while len(queue):
-        items.append(queue._items.popleft())
+    """What the queue holds, in the order ``get`` gives it: the backfill, then live events."""
+    items: list[Event] = [*queue._backfill, *queue._items]
+    queue._backfill.clear()
+    queue._items.clear()
     return items
+
+
+async def received(sub: Subscription) -> list[Event]:
+    """Every event ``sub`` can take now, through ``get`` (which keeps ``last_seq``)."""
+    events: list[Event] = []
+    while True:
+        try:
+            events.append(await asyncio.wait_for(sub.get(), 0.05))
+        except TimeoutError:
+            return events
 
 
 def drain_captions(queue: ListenerQueue) -> list[Caption]:
@@ -121,6 +132,58 @@ async def test_backfill_after_since_has_finals_and_newest_open_draft() -> None:
     ]
     later = hub.subscribe("ABC", frozenset({"en"}), since=2)
     assert [getattr(e, "text", None) for e in drain(later.queue)] == ["b2", None]
+
+
+async def test_a_late_listener_gets_a_backfill_longer_than_the_queue_bound() -> None:
+    # An hour of a session holds more finals than a listener queue's bound; the backfill
+    # must not count against it (it did: every late listener was closed before its first
+    # event, and its reconnect with the same `since` met the same).
+    hub = InMemoryHub(max_queue=10)
+    hub.open("ABC")
+    for i in range(30):
+        await hub.emit("ABC", cap(i, "final", f"line {i}"))
+        await hub.emit("ABC", cap(i, "final", f"linea {i}", lang="es"))
+        await hub.emit("ABC", cap(i, "final", f"ligne {i}", lang="fr"))
+    late = hub.subscribe("ABC", frozenset({"es"}), since=0)
+    await hub.emit("ABC", cap(30, text="live draft"))
+    events = await received(late)
+    assert [e.seq for e in events] == sorted(e.seq for e in events)
+    captions = [e for e in events if isinstance(e, Caption)]
+    assert [c.text for c in captions if c.lang == "es"] == [f"linea {i}" for i in range(30)]
+    assert [c.text for c in captions if c.lang == "en"] == [
+        *(f"line {i}" for i in range(30)),
+        "live draft",
+    ]
+    assert late.last_seq == hub.last_seq("ABC")
+
+
+async def test_live_events_past_the_bound_still_close_a_listener_reading_its_backfill() -> None:
+    hub = InMemoryHub(max_queue=10)
+    hub.open("ABC")
+    for i in range(30):
+        await hub.emit("ABC", cap(i, "final", f"line {i}"))
+    late = hub.subscribe("ABC", frozenset({"en"}), since=0)
+    read = [(await late.get()).seq for _ in range(5)]
+    for i in range(30, 41):
+        await hub.emit("ABC", cap(i, "final", f"line {i}"))
+    with pytest.raises(ListenerTooSlow):
+        await late.get()
+    # Its reconnect asks for what came after the last event it read, and gets all of it.
+    again = hub.subscribe("ABC", frozenset({"en"}), since=late.last_seq)
+    rest = [e.seq for e in await received(again)]
+    assert read + rest == list(range(1, 42))
+
+
+async def test_switching_languages_back_and_forth_holds_no_more_than_the_log() -> None:
+    hub = InMemoryHub(max_queue=10)
+    hub.open("ABC")
+    for i in range(20):
+        await hub.emit("ABC", cap(i, "final", f"linea {i}", lang="es"))
+    sub = hub.subscribe("ABC", frozenset({"fr"}), since=hub.last_seq("ABC"))
+    for lang in ("es", "fr", "es", "fr", "es"):
+        hub.set_languages(sub, frozenset({lang}))
+    texts = [e.text for e in await received(sub) if isinstance(e, Caption)]
+    assert texts == [f"linea {i}" for i in range(20)]
 
 
 async def test_language_switch_backfills_translated_finals() -> None:
