@@ -15,12 +15,13 @@ from typing import Any
 import httpx
 import jiwer
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, WebSocketRoute, expect
 
 from e2e.conftest import ConsoleLog, FakeAudio
 
 FRAME_MS = 100
 FRAME_BYTES = 16000 * FRAME_MS // 1000 * 2
+DROP_AFTER_FRAMES = 100  # the connection drops after 10 s of audio
 
 # Word error rate bound for the final captions of the 30 s octave of Sonnet 2 (65 words).
 # Offline tiny.en decoding of the same audio (beam 5) makes 3 errors there (0.05: "tatter'd" ->
@@ -239,4 +240,107 @@ def test_console_explains_a_refused_or_missing_presenter_link(
     expect(page.locator("#stop-button")).to_be_disabled()
     page.screenshot(path=str(artifacts_dir / "present-refused.png"))
     # The browser itself logs nothing for a WebSocket its server closed with a reason.
+    assert console_log.errors == [], f"console errors: {console_log.errors}"
+
+
+@pytest.mark.browser
+@pytest.mark.model
+def test_a_console_whose_connection_drops_goes_on_by_itself(
+    page: Page, console_log: ConsoleLog, live_server: str, fake_audio: FakeAudio
+) -> None:
+    """Ten seconds into the talk the connection goes (the server restarting says 1001 "going
+    away"): the console opens the stream again by itself, the microphone open all along, and
+    sends what was said meanwhile once the server is ready. The session's transcript holds
+    the whole octave; the presenter pressed nothing."""
+    created = httpx.post(
+        f"{live_server}/api/sessions",
+        json={"title": "Venue Wi-Fi", "source_language": "en", "target_languages": []},
+        timeout=10,
+    ).json()
+    connections: list[WebSocketRoute] = []
+
+    def drop_the_first(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        connections.append(ws)
+        if len(connections) > 1:
+            return  # later connections pass through untouched
+
+        forwarded = [0]
+
+        def forward_then_drop(message: str | bytes) -> None:
+            if forwarded[0] > DROP_AFTER_FRAMES:
+                return  # in flight when the connection went
+            server.send(message)
+            forwarded[0] += 1
+            if forwarded[0] > DROP_AFTER_FRAMES:
+                server.close()
+                ws.close(code=1001, reason="going away")
+
+        ws.on_message(forward_then_drop)
+
+    page.route_web_socket(re.compile(r"/ws/present/"), drop_the_first)
+    page.goto(f"{live_server}{created['present_url']}")
+    expect(page.locator("#start-button")).to_be_enabled()
+    page.click("#start-button")
+    page.wait_for_function("() => window.interpStats.reconnects === 1", timeout=60_000)
+    page.wait_for_function("() => window.interpStats.state === 'live'", timeout=30_000)
+    expect(page.locator("#error")).to_be_hidden()
+    clip_frames = int(fake_audio.duration_s * 1000 / FRAME_MS)
+    page.wait_for_function(
+        f"() => window.interpStats.framesSent >= {clip_frames - DROP_AFTER_FRAMES + 10}",
+        timeout=int((fake_audio.duration_s + 30) * 1000),
+    )
+    page.click("#stop-button")
+    page.wait_for_function("() => window.interpStats.state === 'ended'", timeout=60_000)
+    # The server may still be finalising the first stream when the first retry comes (1013,
+    # "already live"): the console waits a little longer and tries again.
+    assert 2 <= len(connections) <= 4
+    assert stats(page)["reconnects"] == 1
+    transcript = httpx.get(
+        f"{live_server}/api/sessions/{created['code']}/transcript?format=txt", timeout=10
+    ).text
+    wer = jiwer.wer(normalise(fake_audio.reference), normalise(transcript))
+    assert wer < MAX_WER, f"WER {wer:.3f} >= {MAX_WER}: {normalise(transcript)!r}"
+    assert console_log.errors == [], f"console errors: {console_log.errors}"
+
+
+@pytest.mark.browser
+@pytest.mark.model
+def test_a_console_reconnecting_to_a_refusal_says_so_and_stops(
+    page: Page, console_log: ConsoleLog, live_server: str
+) -> None:
+    """The connection drops, and the server then refuses the stream (1008: the session was
+    ended meanwhile): the console does not keep trying; it says why and closes the stream."""
+    created = httpx.post(
+        f"{live_server}/api/sessions",
+        json={"title": "Ended elsewhere", "source_language": "en", "target_languages": []},
+        timeout=10,
+    ).json()
+    connections: list[WebSocketRoute] = []
+
+    def drop_then_refuse(ws: WebSocketRoute) -> None:
+        connections.append(ws)
+        if len(connections) > 1:
+            ws.close(code=1008, reason="this session has ended")
+            return
+        server = ws.connect_to_server()
+        forwarded = [0]
+
+        def forward_then_drop(message: str | bytes) -> None:
+            server.send(message)
+            forwarded[0] += 1
+            if forwarded[0] == 20:
+                server.close()
+                ws.close(code=1001, reason="going away")
+
+        ws.on_message(forward_then_drop)
+
+    page.route_web_socket(re.compile(r"/ws/present/"), drop_then_refuse)
+    page.goto(f"{live_server}{created['present_url']}")
+    page.click("#start-button")
+    page.wait_for_function("() => window.interpStats.state === 'error'", timeout=60_000)
+    expect(page.locator("#error")).to_contain_text("1008")
+    expect(page.locator("#error")).to_contain_text("this session has ended")
+    expect(page.locator("#start-button")).to_be_enabled()
+    assert len(connections) == 2 and stats(page)["reconnects"] == 1
     assert console_log.errors == [], f"console errors: {console_log.errors}"

@@ -16,7 +16,7 @@ from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
-STATES = ["idle", "starting", "live", "stopping", "ended", "error", "closed"]
+STATES = ["idle", "starting", "live", "reconnecting", "stopping", "ended", "error", "closed"]
 
 
 @pytest.fixture
@@ -49,6 +49,7 @@ def test_each_state_allows_its_controls(module: Page) -> None:
         "idle": (False, True, False, True),
         "starting": (True, False, True, True),
         "live": (True, False, True, True),
+        "reconnecting": (True, False, True, True),
         "stopping": (True, False, False, False),
         "ended": (False, True, False, True),
         "error": (False, True, False, True),
@@ -76,8 +77,30 @@ def test_stop_and_leaving_the_page_follow_the_stream(module: Page) -> None:
         "return arg.map((s) => [s, P.canStop(s), P.warnsBeforeLeaving(s)]);",
         STATES,
     )
-    assert [s for s, stop, _ in rules if stop] == ["starting", "live"]
-    assert [s for s, _, warn in rules if warn] == ["live", "stopping"]
+    assert [s for s, stop, _ in rules if stop] == ["starting", "live", "reconnecting"]
+    assert [s for s, _, warn in rules if warn] == ["live", "reconnecting", "stopping"]
+
+
+def test_a_lost_connection_is_tried_again_and_a_refusal_is_not(module: Page) -> None:
+    plan = evaluate(
+        module,
+        """
+        const delays = (code) => [0, 1, 2, 3, 4, 5, 9].map((n) => P.reconnectDelay(code, n, 0));
+        return {
+          lost: delays(1006),
+          restart: [1001, 1011, 1012, 1013].map((code) => P.reconnectDelay(code, 0, 0)),
+          refused: [1000, 1003, 1008, 1009, undefined].map((code) => P.reconnectDelay(code, 0, 0)),
+          late: P.reconnectDelay(1006, 3, P.RECONNECT_GIVE_UP_MS + 1),
+          justInTime: P.reconnectDelay(1006, 3, P.RECONNECT_GIVE_UP_MS),
+        };
+        """,
+    )
+    # Half a second, doubling up to 8 s: a restarting server is found again within seconds.
+    assert plan["lost"] == [500, 1000, 2000, 4000, 8000, 8000, 8000]
+    assert plan["restart"] == [500] * 4
+    # A bad token, an ended session, refused audio: no new connection cures those.
+    assert plan["refused"] == [None] * 5
+    assert plan["late"] is None and plan["justInTime"] == 4000
 
 
 def test_the_status_line_tells_the_time_live_the_lag_and_the_audience(module: Page) -> None:

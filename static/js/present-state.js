@@ -5,12 +5,16 @@
 // ./present-settings.js and ./present-share.js; tested in e2e/test_present_state.py.
 //
 // A stream's states: idle -> starting -> live -> stopping -> ended (Start again goes on with
-// the same session); a failure on the way -> error; "End session" -> closed, for good.
+// the same session); a failure on the way -> error; "End session" -> closed, for good. A live
+// stream whose connection is lost, or which a restarting server closes, goes live -> reconnecting
+// -> live on its own, the microphone open all along (`reconnectDelay` says when to try again and
+// when to give up, -> error).
 
 export const STATUS_TEXT = {
   idle: 'Ready when you are.',
   starting: 'Connecting…',
   live: 'Live',
+  reconnecting: 'Connection lost. Reconnecting…',
   stopping: 'Finishing the last sentence…',
   ended: 'Stream ended. Press Start to continue the session.',
   error: 'Stopped.',
@@ -28,6 +32,7 @@ export function newStats() {
     inputRate: null,
     transport: 'websocket', // how the audio goes: websocket (PCM) | webrtc (Opus over RTP)
     lagSeconds: 0,
+    reconnects: 0, // times a lost connection was opened again without the presenter
     listeners: null,
     byLanguage: {},
     session: 'unknown', // the session's own state: waiting | live | paused | ended
@@ -37,18 +42,37 @@ export function newStats() {
 
 /** Whether Stop (or a microphone switch's failure) may end a stream in `state`. */
 export function canStop(state) {
-  return state === 'live' || state === 'starting';
+  return state === 'live' || state === 'starting' || state === 'reconnecting';
 }
 
 /** Whether leaving the page in `state` would cut off what the presenter is saying. */
 export function warnsBeforeLeaving(state) {
-  return state === 'live' || state === 'stopping';
+  return state === 'live' || state === 'stopping' || state === 'reconnecting';
+}
+
+// Closes a new connection may cure (docs/protocol.md): the connection was lost (1006), the
+// server is going away or restarting (1001, 1012), hit an internal error (1011), or asks to
+// try again later (1013: busy, or the lost connection's stream still open: the server lets a
+// new one take over once the old has carried no audio for a few seconds). Any other close
+// (a bad token, an ended session, refused audio) is told to the presenter at once.
+const RECONNECTABLE = new Set([1001, 1006, 1011, 1012, 1013]);
+const RECONNECT_FIRST_MS = 500;
+const RECONNECT_MAX_MS = 8000;
+export const RECONNECT_GIVE_UP_MS = 120_000;
+
+/** How long to wait before attempt `attempt` (0, 1, ...) to open again a stream closed with
+ * `code`, `elapsedMs` after it was lost: doubling from half a second up to 8 s; null when the
+ * close is not one a new connection cures, or after two minutes of trying. */
+export function reconnectDelay(code, attempt, elapsedMs) {
+  if (!RECONNECTABLE.has(code) || elapsedMs > RECONNECT_GIVE_UP_MS) return null;
+  return Math.min(RECONNECT_MAX_MS, RECONNECT_FIRST_MS * 2 ** attempt);
 }
 
 /** Which controls a stream in `state` allows; `hasToken`: the console has a presenter or
  * speaker token. `busy`: a stream is open or opening (the transport cannot change). */
 export function controlsFor(state, hasToken) {
-  const busy = state === 'starting' || state === 'live' || state === 'stopping';
+  const busy = state === 'starting' || state === 'live' || state === 'stopping'
+    || state === 'reconnecting';
   return {
     busy,
     start: !busy && hasToken && state !== 'closed',

@@ -26,6 +26,7 @@ export class ConsoleStatus {
 
   /** Enter stream state `state` (./present-state.js) and draw it. */
   setState(state) {
+    const previous = this.stats.state;
     this.stats.state = state;
     document.body.dataset.streamState = state;
     const allowed = controlsFor(state, this.hasToken);
@@ -34,7 +35,8 @@ export class ConsoleStatus {
     this.controls.stop.disabled = !allowed.stop;
     if (this.controls.transport) this.controls.transport.disabled = allowed.busy;
     if (state === 'live') {
-      this.liveSince = performance.now();
+      // A stream opened again after a lost connection keeps the talk's clock.
+      if (previous !== 'reconnecting') this.liveSince = performance.now();
       if (!this.clock) this.clock = window.setInterval(() => this.render(), 1000);
     } else if (this.clock) {
       window.clearInterval(this.clock);

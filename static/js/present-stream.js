@@ -1,14 +1,18 @@
 // The presenter's stream, from Start to Stop: the microphone capture (./mic-capture.js) and the
 // transport it goes over (./presenter-socket.js: PCM frames over the presenter WebSocket;
 // ./presenter-webrtc.js: the microphone's own track over WebRTC), opened on Start, finished on
-// Stop (the last words first), moved to another microphone while live, and given up when the
-// server closes it or the page goes. Its states are ./present-state.js's; ./present-status.js
-// draws them.
+// Stop (the last words first), moved to another microphone while live, opened again on its
+// own when the connection is lost or the server restarts (the microphone stays open; over the
+// socket, what is said meanwhile is held, its last few seconds sent once the new stream is
+// ready), and given up when the server refuses it or the page goes. Its states are
+// ./present-state.js's; ./present-status.js draws them.
 
 import { MicCapture, TARGET_RATE } from './mic-capture.js';
-import { PresenterSocket } from './presenter-socket.js';
+import { PresenterSocket, SocketClosedError } from './presenter-socket.js';
 import { PresenterPeer } from './presenter-webrtc.js';
-import { canStop, describeError } from './present-state.js';
+import { canStop, describeError, reconnectDelay } from './present-state.js';
+
+const HELD_FRAMES = 50; // 100 ms frames held while reconnecting: under the server's 10 s burst
 
 export class Streaming {
   /**
@@ -29,6 +33,7 @@ export class Streaming {
     this.onEvent = onEvent;
     this.capture = null;
     this.link = null; // the PresenterSocket or PresenterPeer while one is open or opening
+    this.held = []; // frames captured while reconnecting, the newest HELD_FRAMES
   }
 
   /** Whether a transport is open (or opening): the server's events come over it then. */
@@ -68,6 +73,7 @@ export class Streaming {
     const current = this.capture;
     const link = this.link;
     this.capture = null;
+    this.held = [];
     if (current) await current.stop(); // hands over the last partial frame first
     try {
       if (link) await link.stop();
@@ -109,7 +115,12 @@ export class Streaming {
       voiceProcessing: this.stats.transport === 'webrtc',
       onFrame: (pcm) => {
         const link = this.link;
-        if (!link) return;
+        if (!link) {
+          if (this.stats.state === 'reconnecting') {
+            this.held = [...this.held, pcm].slice(-HELD_FRAMES);
+          }
+          return;
+        }
         link.send(pcm);
         this.stats.framesSent = link.framesSent;
         this.stats.bytesSent = link.bytesSent;
@@ -131,39 +142,111 @@ export class Streaming {
   /** Open the chosen transport: PCM frames over the presenter WebSocket (frames captured
    * before "ready" wait in the socket), or the microphone's own track over WebRTC. */
   async connect(current) {
-    const onClose = (error) => this.onClose(error);
+    const link = this.newLink();
+    this.link = link;
     if (this.stats.transport === 'webrtc') {
       // Connect first, then open the microphone onto the live connection: nothing said while
       // ICE and DTLS complete is lost (a track does not buffer like the socket's queue).
-      const peer = new PresenterPeer({
-        code: this.code, token: this.token, onEvent: this.onEvent, onClose,
-      });
-      this.link = peer;
-      await peer.connect();
-      await peer.replaceTrack(await this.openMicrophone(current));
-      return peer;
+      await link.connect();
+      await link.replaceTrack(await this.openMicrophone(current));
+    } else {
+      await Promise.all([this.openMicrophone(current), link.connect()]);
     }
-    const socket = new PresenterSocket({
-      code: this.code,
-      token: this.token,
-      language: this.language,
-      sampleRate: TARGET_RATE,
-      onEvent: this.onEvent,
-      onClose,
-    });
-    this.link = socket;
-    await Promise.all([this.openMicrophone(current), socket.connect()]);
-    return socket;
+    return link;
   }
 
-  onClose(error) {
-    if (!error) return; // normal end: stop() finishes the state change
+  /** A transport open again, up to "ready", onto the microphone `current` has open (after a
+   * lost connection). A failure without a close code (the network is down: a fetch fails)
+   * counts as a lost connection. */
+  async reopen(current) {
+    const link = this.newLink();
+    const track = this.stats.transport === 'webrtc' ? current.stream.getAudioTracks()[0] : null;
+    try {
+      await link.connect(track);
+    } catch (failure) {
+      link.abort('could not reconnect');
+      if (failure instanceof SocketClosedError) throw failure;
+      throw new SocketClosedError(1006, describeError(failure));
+    }
+    return link;
+  }
+
+  /** A new transport of the chosen kind, its close reported to onClose. */
+  newLink() {
+    const options = { code: this.code, token: this.token, onEvent: this.onEvent };
+    let link = null;
+    const onClose = (error) => this.onClose(error, link);
+    link = this.stats.transport === 'webrtc'
+      ? new PresenterPeer({ ...options, onClose })
+      : new PresenterSocket({
+        ...options, language: this.language, sampleRate: TARGET_RATE, onClose,
+      });
+    return link;
+  }
+
+  /** The transport `link` closed (`error` null: a normal end after Stop). */
+  onClose(error, link) {
+    if (!error || link !== this.link) return; // stop() finishes a normal end; an old link
     if (this.stats.state === 'stopping') return; // stop() reports it
+    if (this.stats.state === 'reconnecting') return; // the attempt that opened it reports it
+    if (this.stats.state === 'live' && reconnectDelay(error.code, 0, 0) !== null) {
+      this.reconnect(error);
+      return;
+    }
     this.status.showError(error.message);
     const current = this.capture;
     this.capture = null;
     this.link = null;
     if (current) current.close();
     this.status.setState('error');
+  }
+
+  /** Open the stream again after `error` closed it while live, the microphone open all along,
+   * until it is live again, Stop or "End session" is pressed, or ./present-state.js's
+   * `reconnectDelay` gives up. */
+  async reconnect(error) {
+    const current = this.capture;
+    this.link = null;
+    this.stats.reconnects += 1;
+    this.status.setState('reconnecting');
+    const lostAt = performance.now();
+    let last = error;
+    for (let attempt = 0; ; attempt += 1) {
+      const wait = reconnectDelay(last.code, attempt, performance.now() - lostAt);
+      if (wait === null) break;
+      await new Promise((resolve) => { window.setTimeout(resolve, wait); });
+      if (this.#leftReconnecting(current)) return;
+      let link;
+      try {
+        link = await this.reopen(current);
+      } catch (failure) {
+        last = failure;
+        continue;
+      }
+      if (this.#leftReconnecting(current)) {
+        link.abort('stopped while reconnecting');
+        return;
+      }
+      this.link = link;
+      for (const pcm of this.held.splice(0)) link.send(pcm); // said while it was away
+      this.status.setState('live');
+      return;
+    }
+    this.held = [];
+    this.capture = null;
+    current.close();
+    this.status.showError(describeError(last));
+    this.status.setState('error');
+  }
+
+  /** Whether Stop, "End session" or the session's end took the stream out of reconnecting
+   * (the microphone `current` is closed then, if Stop has not done it). */
+  #leftReconnecting(current) {
+    if (this.stats.state === 'reconnecting' && this.capture === current) return false;
+    if (this.capture === current) {
+      this.capture = null;
+      current.close();
+    }
+    return true;
   }
 }
