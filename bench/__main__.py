@@ -50,6 +50,10 @@ COMMANDS: dict[str, Command] = {
         "bench.memory",
         "server memory with each set of models: ready, at rest, live with a listener, after",
     ),
+    "latejoin": Command(
+        "bench.latejoin",
+        "a session an hour in, N listeners joining at once: backfill time, delay for the rest",
+    ),
     "churn": Command(
         "bench.churn",
         "many short sessions one after another: server memory and open files, start to end",

@@ -84,6 +84,11 @@ class ListenerQueue:
         """Live events waiting (what ``max_events`` bounds; the backfill is apart)."""
         return len(self._items)
 
+    @property
+    def backfilling(self) -> bool:
+        """Whether backfill events are still waiting."""
+        return bool(self._backfill)
+
     def backfill(
         self, events: Iterable[Event], keep: Callable[[Event], bool] | None = None
     ) -> None:
