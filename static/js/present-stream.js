@@ -234,7 +234,7 @@ export class Streaming {
     }
     this.held = [];
     this.capture = null;
-    current.close();
+    if (current) current.close();
     this.status.showError(describeError(last));
     this.status.setState('error');
   }

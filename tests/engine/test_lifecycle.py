@@ -360,7 +360,7 @@ async def test_an_ended_session_leaves_memory_and_comes_back_from_the_store(
     assert again is not None and again is not session and again.state == "ended"
     assert [c.text for c in engine.store.finals(session.code)] == ["hello"]
     replay = engine.hub.subscribe(session.code, frozenset({"en"}))
-    assert [e.text for e in replay.queue._items if isinstance(e, Caption)] == ["hello"]
+    assert [e.text for e in replay.queue._backfill if isinstance(e, Caption)] == ["hello"]
     for _ in range(50):  # a session loaded after it ended leaves again
         if engine.registry.loaded(session.code) is None:
             break
