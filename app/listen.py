@@ -31,15 +31,9 @@ CLOSE_CODE: dict[Refusal, int] = {
 engine/access.py; docs/protocol.md)."""
 
 
-BACKFILL_BATCH = 32
-"""Events a listener's backfill sends before its task lets others run (docs/metrics.md,
-"Late joiners")."""
-
-
 async def _send_events(websocket: WebSocket, sub: Subscription, watch: SendWatch) -> None:
     me = asyncio.current_task()
     assert me is not None
-    sent = 0
     try:
         while True:
             event = await sub.get()
@@ -50,9 +44,6 @@ async def _send_events(websocket: WebSocket, sub: Subscription, watch: SendWatch
                     await websocket.send_bytes(event.pcm)
             finally:
                 watch.end(me)
-            sent += 1
-            if sent % BACKFILL_BATCH == 0 and sub.queue.backfilling:
-                await asyncio.sleep(0)  # a send rarely waits: let live listeners' go between
     except asyncio.CancelledError:
         if not watch.stalled(me):
             raise

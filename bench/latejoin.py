@@ -35,7 +35,7 @@ from bench.paths import RESULTS
 from bench.resources import machine_info
 from bench.server import ServerProcess, cpu_seconds
 from engine.events import Caption
-from engine.store.base import SessionRecord, hash_token, new_code
+from engine.store.base import SessionRecord, hash_token, new_code, new_token
 from engine.store.sqlite import SqliteSessionStore
 
 WORDS = "and so the committee agreed that the budget for the next quarter would grow".split()
@@ -53,7 +53,7 @@ def seed(data_dir: Path, segments: int) -> str:
             "Plenary",
             "en",
             ("es",),
-            hash_token(uuid.uuid4().hex),
+            hash_token(new_token()),
             "live",
             began,
         )

@@ -18,6 +18,7 @@ import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from e2e.conftest import ConsoleLog, FakeAudio
+from tests.support import create_session
 
 FRAME_MS = 100
 FRAME_BYTES = 16000 * FRAME_MS // 1000 * 2
@@ -252,11 +253,7 @@ def test_a_console_whose_connection_drops_goes_on_by_itself(
     away"): the console opens the stream again by itself, the microphone open all along, and
     sends what was said meanwhile once the server is ready. The session's transcript holds
     the whole octave; the presenter pressed nothing."""
-    created = httpx.post(
-        f"{live_server}/api/sessions",
-        json={"title": "Venue Wi-Fi", "source_language": "en", "target_languages": []},
-        timeout=10,
-    ).json()
+    created = create_session(live_server, title="Venue Wi-Fi")
     connections: list[WebSocketRoute] = []
 
     def drop_the_first(ws: WebSocketRoute) -> None:
@@ -311,11 +308,7 @@ def test_a_console_reconnecting_to_a_refusal_says_so_and_stops(
 ) -> None:
     """The connection drops, and the server then refuses the stream (1008: the session was
     ended meanwhile): the console does not keep trying; it says why and closes the stream."""
-    created = httpx.post(
-        f"{live_server}/api/sessions",
-        json={"title": "Ended elsewhere", "source_language": "en", "target_languages": []},
-        timeout=10,
-    ).json()
+    created = create_session(live_server, title="Ended elsewhere")
     connections: list[WebSocketRoute] = []
 
     def drop_then_refuse(ws: WebSocketRoute) -> None:

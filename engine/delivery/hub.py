@@ -21,6 +21,7 @@ Listener queue overflow policy (:class:`ListenerQueue`):
   does not count against ``max_events``. It is the log's own events, already coalesced, and
   a session of an hour holds more finals than the bound: counted, it closed every late
   listener before its first event, and the reconnect with the same ``since`` met the same.
+  Its reader lets other tasks run every ``BACKFILL_BATCH`` events of it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ from engine.events import (
     with_seq,
 )
 from engine.terms import Term
+
+BACKFILL_BATCH = 32
+"""Backfill events ``ListenerQueue.get`` hands out before it lets other tasks run. A socket
+send rarely waits, so a listener's task would hold the event loop for its whole backfill, and
+a thousand listeners joining an hour in held everyone already listening up to 16 s
+(docs/metrics.md, "Late joiners")."""
 
 
 class ListenerTooSlow(Exception):
@@ -75,6 +82,7 @@ class ListenerQueue:
         self._on_replace = on_replace
         self._items: deque[Event] = deque()
         self._backfill: deque[Event] = deque()
+        self._backfill_taken = 0
         self._ready = asyncio.Event()
         self._overflowed = False
         self._closed = False
@@ -83,11 +91,6 @@ class ListenerQueue:
     def __len__(self) -> int:
         """Live events waiting (what ``max_events`` bounds; the backfill is apart)."""
         return len(self._items)
-
-    @property
-    def backfilling(self) -> bool:
-        """Whether backfill events are still waiting."""
-        return bool(self._backfill)
 
     def backfill(
         self, events: Iterable[Event], keep: Callable[[Event], bool] | None = None
@@ -133,6 +136,10 @@ class ListenerQueue:
         self._ready.set()
 
     async def get(self) -> Event:
+        if self._backfill:
+            self._backfill_taken += 1
+            if self._backfill_taken % BACKFILL_BATCH == 0:
+                await asyncio.sleep(0)  # a send rarely waits: let the others' tasks run
         while not (self._backfill or self._items):
             if self._overflowed:
                 raise ListenerTooSlow("too far behind")

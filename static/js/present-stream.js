@@ -116,9 +116,9 @@ export class Streaming {
       onFrame: (pcm) => {
         const link = this.link;
         if (!link) {
-          if (this.stats.state === 'reconnecting') {
-            this.held = [...this.held, pcm].slice(-HELD_FRAMES);
-          }
+          if (this.stats.state !== 'reconnecting') return;
+          this.held.push(pcm);
+          if (this.held.length > HELD_FRAMES) this.held.shift();
           return;
         }
         link.send(pcm);
