@@ -2,7 +2,9 @@
 //
 // The worklet (capture-worklet.js) does the DSP; this class owns the browser objects, hands
 // every 16 kHz PCM frame to `onFrame(ArrayBuffer)` and every level reading to
-// `onLevel({rms, peak})`, and tears everything down on `stop()`.
+// `onLevel({rms, peak})`, says `onLost()` when the microphone goes (unplugged, or its
+// permission withdrawn), takes another microphone into the same worklet on `useDevice()`, and
+// tears everything down on `stop()`.
 
 const WORKLET_URL = new URL('./capture-worklet.js', import.meta.url);
 
@@ -19,13 +21,17 @@ export async function listMicrophones() {
 export class MicCapture {
   /**
    * @param {{onFrame: (pcm: ArrayBuffer) => void, onLevel?: (level: {rms: number, peak: number}) => void,
-   *          voiceProcessing?: boolean}} handlers
-   *   voiceProcessing: the browser's echo cancellation and noise suppression on (for WebRTC,
-   *   where the track itself is sent and the peer may be a phone on speaker).
+   *          onLost?: () => void, voiceProcessing?: boolean}} handlers
+   *   onLost: the microphone being captured ended without stop() or close() (the browser ends
+   *   a track whose device goes). voiceProcessing: the browser's echo cancellation and noise
+   *   suppression on (for WebRTC, where the track itself is sent and the peer may be a phone on
+   *   speaker).
    */
-  constructor({ onFrame, onLevel, voiceProcessing = false }) {
+  constructor({ onFrame, onLevel, onLost, voiceProcessing = false }) {
     this.onFrame = onFrame;
     this.onLevel = onLevel || (() => {});
+    this.onLost = onLost || (() => {});
+    this.closed = false;
     this.voiceProcessing = voiceProcessing;
     this.context = null;
     this.stream = null;
@@ -63,19 +69,10 @@ export class MicCapture {
       throw new Error('This browser cannot capture audio here (a secure https:// page is required).');
     }
     this.prepare();
-    // Recognition works best on the plain signal: the console plays nothing, so there is no echo
-    // to cancel, and noise suppression leaves artefacts Whisper was not trained on. Automatic
-    // gain stays on: quiet laptop microphones are the commoner problem.
-    const audio = {
-      channelCount: { ideal: 1 },
-      echoCancellation: this.voiceProcessing,
-      noiseSuppression: this.voiceProcessing,
-      autoGainControl: true,
-    };
-    if (deviceId) audio.deviceId = { exact: deviceId };
-    this.stream = await navigator.mediaDevices.getUserMedia({ audio, video: false });
+    this.stream = await this.#open(deviceId);
     const context = this.context;
     await context.audioWorklet.addModule(WORKLET_URL.href);
+    if (this.closed) throw new Error('The microphone was closed while it opened.');
     this.node = new AudioWorkletNode(context, 'capture-processor', {
       numberOfInputs: 1,
       numberOfOutputs: 0,
@@ -88,6 +85,52 @@ export class MicCapture {
     this.source = context.createMediaStreamSource(this.stream);
     this.source.connect(this.node);
     await context.resume();
+  }
+
+  /**
+   * Capture another microphone into the same worklet and go on (the one captured was lost, or
+   * the presenter chose another): the new one is connected before the old one is let go, so
+   * the frames run on without a gap. Resolves with the new track.
+   * @param {string} deviceId an id from listMicrophones(), or "" for the default one
+   */
+  async useDevice(deviceId) {
+    if (!this.node) throw new Error('The microphone is not open.');
+    const stream = await this.#open(deviceId);
+    const source = this.context.createMediaStreamSource(stream);
+    source.connect(this.node);
+    const old = { stream: this.stream, source: this.source };
+    this.stream = stream;
+    this.source = source;
+    if (old.source) old.source.disconnect();
+    if (old.stream) for (const track of old.stream.getTracks()) track.stop();
+    return stream.getAudioTracks()[0];
+  }
+
+  /** A stream of microphone `deviceId` ("" for the default one) whose end, unless this capture
+   * let it go itself, is reported to onLost. */
+  async #open(deviceId) {
+    // Recognition works best on the plain signal: the console plays nothing, so there is no echo
+    // to cancel, and noise suppression leaves artefacts Whisper was not trained on. Automatic
+    // gain stays on: quiet laptop microphones are the commoner problem.
+    const audio = {
+      channelCount: { ideal: 1 },
+      echoCancellation: this.voiceProcessing,
+      noiseSuppression: this.voiceProcessing,
+      autoGainControl: true,
+    };
+    if (deviceId) audio.deviceId = { exact: deviceId };
+    const stream = await navigator.mediaDevices.getUserMedia({ audio, video: false });
+    if (this.closed) {
+      for (const track of stream.getTracks()) track.stop();
+      throw new Error('The microphone was closed while it opened.');
+    }
+    for (const track of stream.getAudioTracks()) {
+      // track.stop() fires no "ended": only a track the browser ended reaches here.
+      track.addEventListener('ended', () => {
+        if (this.stream === stream) this.onLost();
+      });
+    }
+    return stream;
   }
 
   #onMessage(message) {
@@ -126,6 +169,7 @@ export class MicCapture {
 
   /** Release everything immediately (no flush). */
   async close() {
+    this.closed = true;
     if (this.stream) for (const track of this.stream.getTracks()) track.stop();
     if (this.source) this.source.disconnect();
     this.stream = null;

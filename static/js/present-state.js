@@ -33,6 +33,7 @@ export function newStats() {
     transport: 'websocket', // how the audio goes: websocket (PCM) | webrtc (Opus over RTP)
     lagSeconds: 0,
     reconnects: 0, // times a lost connection was opened again without the presenter
+    microphoneLosses: 0, // times the open microphone went (unplugged) while streaming
     listeners: null,
     byLanguage: {},
     session: 'unknown', // the session's own state: waiting | live | paused | ended

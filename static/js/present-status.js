@@ -1,7 +1,8 @@
 // The console's stream state on the page (templates/present.html, "Microphone and streaming"):
 // the status line with its clock while live, which of Start, Stop, "End session" and the
-// transport picker may be used, the level meter and the error box. What each state allows and
-// says is ./present-state.js; this module only draws it.
+// transport picker may be used, the level meter, the microphone's notice and the error box.
+// What each state allows and says is ./present-state.js, what the notice says ./mic-state.js;
+// this module only draws them.
 
 import { controlsFor, isClipping, meterLevel, statusText } from './present-state.js';
 
@@ -11,9 +12,10 @@ export class ConsoleStatus {
    *          controls: {start: HTMLButtonElement, stop: HTMLButtonElement,
    *                     end: HTMLButtonElement, transport: HTMLSelectElement|null},
    *          view: {status: HTMLElement, statusText: HTMLElement, error: HTMLElement,
-   *                 levelBar: HTMLElement}}} options
+   *                 levelBar: HTMLElement, micNotice: HTMLElement}}} options
    *   stats: the console's counters (./present-state.js `newStats`); `state`, `lastError` are
-   *   written here. view: the status line, its text, the error box and the level meter's bar.
+   *   written here. view: the status line, its text, the error box, the level meter's bar and
+   *   the microphone's notice.
    */
   constructor({ stats, hasToken, controls, view }) {
     this.stats = stats;
@@ -42,7 +44,10 @@ export class ConsoleStatus {
       window.clearInterval(this.clock);
       this.clock = null;
     }
-    if (!allowed.busy) this.setLevel(0, 0);
+    if (!allowed.busy) {
+      this.setLevel(0, 0);
+      this.setMicNotice(null);
+    }
     this.render();
   }
 
@@ -59,6 +64,14 @@ export class ConsoleStatus {
     // CSSOM: allowed by a strict CSP
     this.ui.levelBar.style.setProperty('--level', meterLevel(rms).toFixed(3));
     this.ui.levelBar.parentElement.classList.toggle('is-clipping', isClipping(peak));
+  }
+
+  /** The microphone's notice (./mic-state.js `micNotice`), or null to hide it. */
+  setMicNotice(text) {
+    const notice = this.ui.micNotice;
+    if (notice.textContent === (text || '') && notice.hidden === !text) return;
+    notice.textContent = text || '';
+    notice.hidden = !text;
   }
 
   showError(message) {

@@ -4,15 +4,40 @@
 // Stop (the last words first), moved to another microphone while live, opened again on its
 // own when the connection is lost or the server restarts (the microphone stays open; over the
 // socket, what is said meanwhile is held, its last few seconds sent once the new stream is
-// ready), and given up when the server refuses it or the page goes. Its states are
+// ready), and given up when the server refuses it or the page goes. A microphone lost while
+// live (unplugged) gives way to the chosen one when it is back, or to the default one, the
+// stream open all along; one that sends nothing is noticed (./mic-state.js). Its states are
 // ./present-state.js's; ./present-status.js draws them.
 
 import { MicCapture, TARGET_RATE } from './mic-capture.js';
+import {
+  heardLevel, lostMicrophone, micNotice, newMicHealth, replacedMicrophone,
+} from './mic-state.js';
 import { PresenterSocket, SocketClosedError } from './presenter-socket.js';
 import { PresenterPeer } from './presenter-webrtc.js';
 import { canStop, describeError, reconnectDelay } from './present-state.js';
 
 const HELD_FRAMES = 50; // 100 ms frames held while reconnecting: under the server's 10 s burst
+const MICROPHONE_RETRY_MS = 2000; // a lost microphone is looked for again at least this often
+
+/** Resolves when the devices change (a microphone plugged in) or after `ms`, whichever first. */
+function devicesChanged(ms) {
+  return new Promise((resolve) => {
+    const devices = navigator.mediaDevices;
+    const done = () => {
+      window.clearTimeout(timer);
+      devices.removeEventListener('devicechange', done);
+      resolve();
+    };
+    const timer = window.setTimeout(done, ms);
+    devices.addEventListener('devicechange', done);
+  });
+}
+
+/** The id of the device `track` captures, or null when the browser does not say. */
+function deviceIdOf(track) {
+  return track && track.getSettings ? track.getSettings().deviceId : null;
+}
 
 export class Streaming {
   /**
@@ -34,6 +59,7 @@ export class Streaming {
     this.capture = null;
     this.link = null; // the PresenterSocket or PresenterPeer while one is open or opening
     this.held = []; // frames captured while reconnecting, the newest HELD_FRAMES
+    this.health = newMicHealth(); // the open microphone's (./mic-state.js)
   }
 
   /** Whether a transport is open (or opening): the server's events come over it then. */
@@ -46,6 +72,7 @@ export class Streaming {
     this.status.clearError();
     this.stats.lagSeconds = 0;
     this.status.setState('starting');
+    this.health = newMicHealth();
     const current = this.newCapture();
     this.capture = current;
     current.prepare(); // inside the click: lets the AudioContext start under autoplay rules
@@ -86,23 +113,58 @@ export class Streaming {
     }
   }
 
-  /** Go on with the microphone now chosen in the settings. */
+  /** Go on with the microphone now chosen in the settings; if it will not open, with the one
+   * the stream had (the new one opens before the old is let go). */
   async switchMicrophone() {
-    if (this.stats.state !== 'live' || !this.capture) return;
-    const old = this.capture;
-    const current = this.newCapture();
-    current.prepare();
-    this.capture = current;
-    await old.close();
+    const current = this.capture;
+    if (this.stats.state !== 'live' || !current) return;
+    this.status.clearError();
     try {
-      const track = await this.openMicrophone(current);
-      // Over WebRTC the track itself is sent; the socket is fed by the capture's frames.
-      // (The transport cannot change while live.)
-      if (this.link && this.stats.transport === 'webrtc') await this.link.replaceTrack(track);
+      await this.useMicrophone(current, this.settings.deviceId);
     } catch (error) {
-      this.status.showError(describeError(error));
-      await this.stop();
+      if (current !== this.capture) return;
+      this.status.showError(`${describeError(error)} The stream goes on with the microphone it had.`);
+      const track = current.stream && current.stream.getAudioTracks()[0];
+      await this.settings.refreshMicrophones(deviceIdOf(track));
     }
+  }
+
+  /** The microphone `capture` had open is gone (unplugged, or its permission withdrawn) while
+   * the stream is open: go on with the chosen one if it is back, else the default one, looking
+   * again whenever the devices change (at least every MICROPHONE_RETRY_MS) until one opens, the
+   * presenter chooses one, or the stream ends. Nothing is sent meanwhile. */
+  async onMicrophoneLost(capture) {
+    if (capture !== this.capture || !canStop(this.stats.state)) return;
+    this.stats.microphoneLosses += 1;
+    this.#setHealth(lostMicrophone(this.health));
+    const searching = () => capture === this.capture && canStop(this.stats.state)
+      && this.health.lost;
+    while (searching()) {
+      for (const deviceId of new Set([this.settings.deviceId, ''])) {
+        try {
+          await this.useMicrophone(capture, deviceId);
+          return;
+        } catch {
+          if (!searching()) return;
+        }
+      }
+      await devicesChanged(MICROPHONE_RETRY_MS);
+    }
+  }
+
+  /** Capture microphone `deviceId` ("" for the default one) in place of the one `capture` has:
+   * over WebRTC its track is sent from now on (the socket is fed by the capture's frames). */
+  async useMicrophone(capture, deviceId) {
+    const wasLost = this.health.lost;
+    const track = await capture.useDevice(deviceId);
+    if (this.link && this.stats.transport === 'webrtc') await this.link.replaceTrack(track);
+    this.#setHealth(wasLost ? replacedMicrophone(this.health, capture.trackLabel) : newMicHealth());
+    await this.settings.refreshMicrophones(deviceIdOf(track));
+  }
+
+  #setHealth(health) {
+    this.health = health;
+    this.status.setMicNotice(micNotice(health, performance.now()));
   }
 
   /** Drop the transport at once (the page is going). */
@@ -111,7 +173,7 @@ export class Streaming {
   }
 
   newCapture() {
-    return new MicCapture({
+    const capture = new MicCapture({
       voiceProcessing: this.stats.transport === 'webrtc',
       onFrame: (pcm) => {
         const link = this.link;
@@ -126,16 +188,20 @@ export class Streaming {
         this.stats.bytesSent = link.bytesSent;
         this.stats.framesDropped = link.framesDropped;
       },
-      onLevel: ({ rms, peak }) => this.status.setLevel(rms, peak),
+      onLevel: ({ rms, peak }) => {
+        this.status.setLevel(rms, peak);
+        if (capture === this.capture) this.#setHealth(heardLevel(this.health, peak, performance.now()));
+      },
+      onLost: () => this.onMicrophoneLost(capture),
     });
+    return capture;
   }
 
   async openMicrophone(current) {
     await current.start(this.settings.deviceId);
     this.stats.inputRate = current.inputRate;
     const track = current.stream && current.stream.getAudioTracks()[0];
-    const deviceId = track && track.getSettings ? track.getSettings().deviceId : null;
-    await this.settings.refreshMicrophones(deviceId);
+    await this.settings.refreshMicrophones(deviceIdOf(track));
     return track;
   }
 

@@ -61,6 +61,7 @@ const status = new ConsoleStatus({
     statusText: document.getElementById('status-text'),
     error: document.getElementById('error'),
     levelBar: document.getElementById('level-bar'),
+    micNotice: document.getElementById('mic-notice'),
   },
 });
 const showError = (message) => status.showError(message);
