@@ -104,7 +104,7 @@ if ARGV[4] == 'audio' then
 else
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], seq .. '-0', 'e', entry, 'n', ARGV[6])
   if ARGV[4] == 'final' then
-    redis.call('ZADD', KEYS[4], seq, '{"seq":' .. seq .. ',' .. ARGV[7])
+    redis.call('ZADD', KEYS[4], seq, '{"seq":' .. seq .. ',"ts":' .. ARGV[2] .. ',' .. ARGV[7])
   end
 end
 redis.call('SET', KEYS[5], seq, 'EX', ARGV[9])

@@ -114,13 +114,20 @@ return 1
 
 
 def final_member(caption: Caption) -> str:
-    """A final as stored in the finals sorted set (exact times; ``stable``/``ts`` not kept).
-    The hub's emit script writes the same form."""
-    return '{"seq":' + str(caption.seq) + "," + final_body(caption)
+    """A final as stored in the finals sorted set (exact times and ``ts``; ``stable`` not
+    kept). The hub's emit script writes the same form."""
+    return (
+        '{"seq":'
+        + str(caption.seq)
+        + ',"ts":'
+        + repr(float(caption.ts))
+        + ","
+        + final_body(caption)
+    )
 
 
 def final_body(caption: Caption) -> str:
-    """The member without its leading ``{"seq":N,`` (the hub's script adds it)."""
+    """The member without its leading ``{"seq":N,"ts":T,`` (the hub's script adds it)."""
     data = {
         "segment": caption.segment,
         "lang": caption.lang,
@@ -152,6 +159,7 @@ def parse_final(member: bytes | str) -> Caption:
         rev=int(data.get("rev", 0)),
         sources=tuple(int(x) for x in data.get("sources", ())),
         speaker=None if "speaker" not in data else Speaker(**data["speaker"]),
+        ts=float(data.get("ts", 0.0)),  # finals stored before 2026-12-07 have none
     )
 
 

@@ -150,7 +150,8 @@ class SqliteSessionStore:
         """Store a final caption numbered by the session log.
 
         Idempotent on ``(code, caption.seq)``: the first caption stored under a ``seq`` stays
-        (a replay after a restart may append again). The draft-only field ``stable`` is not kept.
+        (a replay after a restart may append again). The draft-only field ``stable`` is not
+        kept; ``ts`` is, so a backfill after a restart carries the time the final was numbered.
         """
         if not caption.is_final:
             raise ValueError("only final captions are stored")
@@ -159,8 +160,8 @@ class SqliteSessionStore:
         norm = normalise_code(code)
         query = (
             "INSERT OR IGNORE INTO finals "
-            '(session_id, seq, segment, lang, source, text, start, "end", rev, sources, speaker) '
-            "SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE code = ?"
+            '(session_id, seq, segment, lang, source, text, start, "end", rev, sources, speaker, '
+            "ts) SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE code = ?"
         )
         values = (
             caption.seq,
@@ -173,6 +174,7 @@ class SqliteSessionStore:
             caption.rev,
             json.dumps(list(caption.sources)) if caption.sources else None,
             None if caption.speaker is None else json.dumps(asdict(caption.speaker)),
+            caption.ts,
             norm,
         )
 
@@ -189,7 +191,7 @@ class SqliteSessionStore:
         """Finals with ``seq > since_seq``, of ``lang`` if given, ordered by ``seq``."""
         query = (
             'SELECT f.segment, f.lang, f.source, f.text, f.start, f."end", f.seq, '
-            "f.rev, f.sources, f.speaker "
+            "f.rev, f.sources, f.speaker, f.ts "
             "FROM finals f JOIN sessions s ON s.id = f.session_id "
             "WHERE s.code = ? AND f.seq > ?"
         )
@@ -214,8 +216,9 @@ class SqliteSessionStore:
                 rev=rev,
                 sources=tuple(json.loads(sources)) if sources else (),
                 speaker=None if speaker is None else Speaker(**json.loads(speaker)),
+                ts=ts,
             )
-            for segment, row_lang, source, text, start, end, seq, rev, sources, speaker in rows
+            for segment, row_lang, source, text, start, end, seq, rev, sources, speaker, ts in rows
         ]
 
     def last_seq(self, code: str) -> int:

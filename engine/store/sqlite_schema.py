@@ -106,6 +106,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID
         """,
     ),
+    (
+        # A final's ``ts``: when the server numbered it (docs/protocol.md: a backfill keeps
+        # it). Finals stored before have none: 0.
+        "ALTER TABLE finals ADD COLUMN ts REAL NOT NULL DEFAULT 0",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

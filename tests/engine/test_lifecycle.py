@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -339,11 +340,13 @@ async def test_concurrent_loads_build_one_session(engine: Engine, tmp_path: Path
 async def test_an_ended_session_leaves_memory_and_comes_back_from_the_store(
     engine: Engine,
 ) -> None:
+    began = time.time()
     session, token = await engine.registry.create("Talk", "en", ())
     presentation = await engine.presenting.start(session, StartRequest(token, 16000))
     feed(presentation, speech(1.5))
     listener = engine.hub.subscribe(session.code, frozenset({"en"}))
     await engine.presenting.end(session, token)
+    said = time.time()
     await presentation.release()
     assert session.state == "ended" and engine.registry.loaded(session.code) is session
     with pytest.raises(Refused) as ended:
@@ -360,7 +363,10 @@ async def test_an_ended_session_leaves_memory_and_comes_back_from_the_store(
     assert again is not None and again is not session and again.state == "ended"
     assert [c.text for c in engine.store.finals(session.code)] == ["hello"]
     replay = engine.hub.subscribe(session.code, frozenset({"en"}))
-    assert [e.text for e in replay.queue._backfill if isinstance(e, Caption)] == ["hello"]
+    replayed = [e for e in replay.queue._backfill if isinstance(e, Caption)]
+    assert [e.text for e in replayed] == ["hello"]
+    # It keeps the time it was numbered while live (docs/protocol.md), not 0.
+    assert began <= replayed[0].ts <= said
     for _ in range(50):  # a session loaded after it ended leaves again
         if engine.registry.loaded(session.code) is None:
             break

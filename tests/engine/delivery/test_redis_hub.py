@@ -78,6 +78,8 @@ async def test_events_reach_another_node_in_seq_order_and_finals_are_stored(
     assert got_b[0].ts == pytest.approx(emitted[0].ts, abs=0.001)
     # The finals went into the shared store in the same step as the stream.
     assert [(c.seq, c.text) for c in store.finals(CODE)] == [(2, "hello"), (4, "world")]
+    # with the time each was numbered, as a backfill after a restart must carry it
+    assert [c.ts for c in store.finals(CODE)] == [emitted[1].ts, emitted[3].ts]
 
 
 async def test_two_nodes_emitting_at_once_share_one_gapless_order(nodes: list[RedisHub]) -> None:

@@ -62,6 +62,7 @@ def final(seq: int, lang: str = "en", segment: int | None = None, text: str = ""
         start=seq * 1.5,
         end=seq * 1.5 + 1.25,
         seq=seq,
+        ts=1_765_000_000.0 + seq + 0.125,  # when it was numbered: a backfill keeps it
     )
 
 
@@ -262,6 +263,29 @@ def test_a_version_2_database_gains_private_sessions(db_path: Path) -> None:
         assert store.has_listener_token("OLD234", "h")
 
 
+def test_a_version_5_database_keeps_its_finals_without_their_time(db_path: Path) -> None:
+    """Finals stored before ``ts`` was kept come back with ``ts`` 0; new ones keep theirs."""
+    with sqlite3.connect(db_path) as conn:
+        for statements in MIGRATIONS[:5]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute("PRAGMA user_version=5")
+        conn.execute(
+            "INSERT INTO sessions (id, code, title, source_language, target_languages, "
+            "token_hash, state, created_at) VALUES ('id1', 'OLD234', 't', 'en', '[]', 'h', "
+            "'live', 1)"
+        )
+        conn.execute(
+            'INSERT INTO finals (session_id, seq, segment, lang, source, text, start, "end") '
+            "VALUES ('id1', 5, 0, 'en', 1, 'old words', 0.0, 1.0)"
+        )
+    with SqliteSessionStore(db_path) as store:
+        old = store.finals("OLD234")
+        assert [(c.text, c.ts) for c in old] == [("old words", 0.0)]
+        store.append_final("OLD234", final(6))
+        assert store.finals("OLD234", since_seq=5) == [final(6)]
+
+
 def test_append_final_is_idempotent_on_seq(store: SqliteSessionStore) -> None:
     store.create(make_record())
     store.append_final("ABC234", final(1, text="first write"))
@@ -323,6 +347,7 @@ def test_caption_fields_round_trip_exactly(store: SqliteSessionStore) -> None:
         start=12.3456789,
         end=14.000001,
         seq=42,
+        ts=1_765_104_000.123456,
     )
     store.append_final("ABC234", caption)
     assert store.finals("ABC234") == [caption]
