@@ -84,3 +84,25 @@ def test_a_lost_microphone_says_so_until_another_takes_its_place(module: Page) -
     assert seen["named"] == "The microphone was disconnected; now using “USB Audio”."
     assert seen["unnamed"] == "The microphone was disconnected; now using the default microphone."
     assert seen["mutedToo"] == "No sound from the microphone. Is it muted?"
+
+
+def test_frames_that_stop_coming_count_as_silence_from_the_last_one(module: Page) -> None:
+    seen = evaluate(
+        module,
+        """
+        const wait = M.SILENT_NOTICE_MS;
+        const stopped = M.missedFrames(M.newMicHealth(), 1000);
+        const again = M.missedFrames(stopped, 1500);  // still none: silent since 1000
+        const earlier = M.heardLevel(M.newMicHealth(), 0, 500);  // silent frames before
+        return {
+          before: M.micNotice(stopped, 1000 + wait - 1),
+          after: M.micNotice(stopped, 1000 + wait),
+          kept: again === stopped,
+          earlierKept: M.missedFrames(earlier, 1000) === earlier,
+          heard: M.micNotice(M.heardLevel(again, 0.1, 1000 + wait), 1000 + 2 * wait),
+        };
+        """,
+    )
+    assert seen["before"] is None
+    assert seen["after"] == "No sound from the microphone. Is it muted?"
+    assert seen["kept"] and seen["earlierKept"] and seen["heard"] is None

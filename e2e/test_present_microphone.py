@@ -45,6 +45,28 @@ navigator.mediaDevices.getUserMedia = async (constraints) => {
 };
 """
 
+# Playwright's init script: every AudioContext the page makes is kept (so the test can suspend
+# it as the system does when it sleeps), and while `__resumeRefused` is set none starts again.
+AUDIO_ENGINE_HOOK = """
+window.__audioContexts = [];
+window.__resumeRefused = false;
+window.AudioContext = class extends window.AudioContext {
+  constructor(...options) {
+    super(...options);
+    window.__audioContexts.push(this);
+  }
+
+  resume() {
+    return window.__resumeRefused ? Promise.resolve() : super.resume();
+  }
+};
+"""
+
+SUSPEND = """async () => {
+  const contexts = window.__audioContexts;
+  await contexts[contexts.length - 1].suspend();
+}"""
+
 # What the browser does when the device goes: the track ends and says so.
 UNPLUG = """() => {
   window.__micRefused = true;
@@ -223,4 +245,48 @@ def test_a_microphone_that_will_not_open_leaves_the_stream_on_the_one_it_had(
     page.wait_for_function("() => window.interpStats.state === 'ended'", timeout=60_000)
     said = normalise(transcript(live_server, created["code"]))
     assert "dig deep trenches" in said, said
+    assert console_log.errors == [], f"console errors: {console_log.errors}"
+
+
+def test_a_suspended_audio_engine_is_started_again(
+    page: Page, console_log: ConsoleLog, live_server: str
+) -> None:
+    """The browser suspends the console's audio engine mid-talk (the laptop slept, a phone call
+    took the audio): the console starts it again. While the browser will not let it, the
+    console says no sound comes; once it lets it, the talk goes on without anyone pressing
+    anything."""
+    created = create_session(live_server, title="Lid closed")
+    page.add_init_script(AUDIO_ENGINE_HOOK)
+    page.goto(f"{live_server}{created['present_url']}")
+    notice = page.locator("#mic-notice")
+    page.click("#start-button")
+    page.wait_for_function("() => window.interpStats.framesSent >= 30", timeout=60_000)
+
+    page.evaluate(SUSPEND)  # started again at once
+    suspended_at = frames_sent(page)
+    page.wait_for_function(
+        f"() => window.interpStats.framesSent >= {suspended_at + 10}", timeout=5_000
+    )
+    expect(notice).to_be_hidden()
+
+    page.evaluate("() => { window.__resumeRefused = true; }")
+    page.evaluate(SUSPEND)  # stays suspended
+    expect(notice).to_have_text("No sound from the microphone. Is it muted?", timeout=10_000)
+    stalled = frames_sent(page)
+    page.wait_for_timeout(1_500)
+    assert frames_sent(page) <= stalled + 1 and stats(page)["state"] == "live"
+
+    page.evaluate("() => { window.__resumeRefused = false; }")
+    expect(notice).to_be_hidden(timeout=5_000)
+    resumed_at = frames_sent(page)
+    page.wait_for_function(
+        f"() => window.interpStats.framesSent >= {resumed_at + 100}", timeout=60_000
+    )
+    page.click("#stop-button")
+    page.wait_for_function("() => window.interpStats.state === 'ended'", timeout=60_000)
+    # Whether the fake device's file went on while the engine stood or waited for it, the
+    # third line (9.7-13.3 s into the octave) was said after the engine started again.
+    said = normalise(transcript(live_server, created["code"]))
+    assert "proud livery" in said, said
+    expect(page.locator("#error")).to_be_hidden()
     assert console_log.errors == [], f"console errors: {console_log.errors}"

@@ -56,8 +56,20 @@ export class MicCapture {
    * autoplay policy lets it run.
    */
   prepare() {
-    if (!this.context) this.context = new AudioContext({ latencyHint: 'interactive' });
+    if (!this.context) {
+      this.context = new AudioContext({ latencyHint: 'interactive' });
+      this.context.addEventListener('statechange', () => this.wake());
+    }
     return this.context.resume();
+  }
+
+  /** Start the audio engine again if the browser suspended it while the microphone is open
+   * (the system slept, a phone call took the audio on iOS): no frame comes while it stands. */
+  wake() {
+    const context = this.context;
+    if (!context || this.closed || !this.node) return;
+    if (context.state === 'running' || context.state === 'closed') return;
+    context.resume().catch((error) => console.warn('cannot resume the microphone', error));
   }
 
   /**

@@ -7,7 +7,8 @@
 //
 // A microphone is never quite silent: even a quiet room leaves its noise in the lowest bits.
 // Frames whose every sample rounds to zero at 16 bits come from a microphone that sends
-// nothing, so a few seconds of them earn a notice; any sound clears it.
+// nothing, so a few seconds of them earn a notice, as do a few seconds with no frame at all
+// (the browser suspended the audio engine and would not start it again); any sound clears it.
 
 /** How long a microphone sends only digital silence before the console says so. */
 export const SILENT_NOTICE_MS = 3000;
@@ -28,6 +29,13 @@ export function heardLevel(health, peak, now) {
   const silent = isDigitalSilence(peak);
   if (silent === (health.silentSince !== null)) return health;
   return { ...health, silentSince: silent ? now : null };
+}
+
+/** `health` when no frame has come since `lastFrameAt` (ms): silent since then, unless it
+ * already was. */
+export function missedFrames(health, lastFrameAt) {
+  if (health.silentSince !== null && health.silentSince <= lastFrameAt) return health;
+  return { ...health, silentSince: lastFrameAt };
 }
 
 /** `health` once the microphone is gone: no other has taken its place yet. */

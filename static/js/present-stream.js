@@ -11,7 +11,7 @@
 
 import { MicCapture, TARGET_RATE } from './mic-capture.js';
 import {
-  heardLevel, lostMicrophone, micNotice, newMicHealth, replacedMicrophone,
+  heardLevel, lostMicrophone, micNotice, missedFrames, newMicHealth, replacedMicrophone,
 } from './mic-state.js';
 import { PresenterSocket, SocketClosedError } from './presenter-socket.js';
 import { PresenterPeer } from './presenter-webrtc.js';
@@ -19,6 +19,7 @@ import { canStop, describeError, reconnectDelay } from './present-state.js';
 
 const HELD_FRAMES = 50; // 100 ms frames held while reconnecting: under the server's 10 s burst
 const MICROPHONE_RETRY_MS = 2000; // a lost microphone is looked for again at least this often
+const WATCH_MS = 1000; // how often an open microphone is checked for frames that stopped coming
 
 /** Resolves when the devices change (a microphone plugged in) or after `ms`, whichever first. */
 function devicesChanged(ms) {
@@ -60,6 +61,8 @@ export class Streaming {
     this.link = null; // the PresenterSocket or PresenterPeer while one is open or opening
     this.held = []; // frames captured while reconnecting, the newest HELD_FRAMES
     this.health = newMicHealth(); // the open microphone's (./mic-state.js)
+    this.lastFrameAt = 0; // performance.now() of the microphone's last frame
+    this.watcher = null; // the interval that checks the microphone while the stream is open
   }
 
   /** Whether a transport is open (or opening): the server's events come over it then. */
@@ -75,6 +78,7 @@ export class Streaming {
     this.health = newMicHealth();
     const current = this.newCapture();
     this.capture = current;
+    this.#watchMicrophone();
     current.prepare(); // inside the click: lets the AudioContext start under autoplay rules
     try {
       await this.connect(current);
@@ -162,6 +166,32 @@ export class Streaming {
     await this.settings.refreshMicrophones(deviceIdOf(track));
   }
 
+  /** While the stream is open, every WATCH_MS: frames that stopped coming (the browser
+   * suspended the audio engine) start it again and, if they stay away, earn the notice; a
+   * silence the level readings began earns it once it has lasted. */
+  #watchMicrophone() {
+    window.clearInterval(this.watcher);
+    this.lastFrameAt = performance.now();
+    this.watcher = window.setInterval(() => {
+      const current = this.capture;
+      if (!current || !canStop(this.stats.state)) {
+        window.clearInterval(this.watcher);
+        this.watcher = null;
+        return;
+      }
+      if (this.health.lost || this.stats.state === 'starting') {
+        this.lastFrameAt = performance.now(); // no frame is due: the clock starts when one is
+        return;
+      }
+      if (performance.now() - this.lastFrameAt >= WATCH_MS) {
+        current.wake();
+        this.#setHealth(missedFrames(this.health, this.lastFrameAt));
+      } else {
+        this.#setHealth(this.health); // a silence may have lasted long enough now
+      }
+    }, WATCH_MS);
+  }
+
   #setHealth(health) {
     this.health = health;
     this.status.setMicNotice(micNotice(health, performance.now()));
@@ -176,6 +206,7 @@ export class Streaming {
     const capture = new MicCapture({
       voiceProcessing: this.stats.transport === 'webrtc',
       onFrame: (pcm) => {
+        if (capture === this.capture) this.lastFrameAt = performance.now();
         const link = this.link;
         if (!link) {
           if (this.stats.state !== 'reconnecting') return;
