@@ -25,6 +25,7 @@ from engine.presenting import Presentation, StartRequest
 from engine.refusals import Refusal, Refused
 
 START_TIMEOUT = 15.0
+PONG = json.dumps({"type": "pong"})
 
 CLOSE_CODE: dict[Refusal, int] = {
     Refusal.NO_CREDENTIALS: 1008,
@@ -134,8 +135,10 @@ async def present_endpoint(websocket: WebSocket) -> None:
                 return
             if kind == "start":
                 raise ProtocolViolation(1003, "stream already started")
-            if kind not in ("ping",):
-                raise ProtocolViolation(1003, f"unknown message type {kind!r}")
+            if kind == "ping":  # the console knows its connection is alive by the answer
+                await websocket.send_text(PONG)
+                continue
+            raise ProtocolViolation(1003, f"unknown message type {kind!r}")
     except ProtocolViolation as exc:
         await close(websocket, exc.code, exc.reason)
     except Refused as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -298,6 +299,60 @@ def test_a_console_whose_connection_drops_goes_on_by_itself(
     ).text
     wer = jiwer.wer(normalise(fake_audio.reference), normalise(transcript))
     assert wer < MAX_WER, f"WER {wer:.3f} >= {MAX_WER}: {normalise(transcript)!r}"
+    assert console_log.errors == [], f"console errors: {console_log.errors}"
+
+
+@pytest.mark.browser
+@pytest.mark.model
+def test_a_console_whose_connection_dies_without_closing_goes_on_by_itself(
+    page: Page, console_log: ConsoleLog, live_server: str, fake_audio: FakeAudio
+) -> None:
+    """Ten seconds into the talk the network path goes dead without a close (the laptop
+    roamed to another access point): nothing more arrives either way, and the browser reports
+    nothing. The console notices that its pings go unanswered, gives the connection up and
+    opens the stream again by itself; the end of the octave reaches the transcript."""
+    created = create_session(live_server, title="Roaming laptop")
+    connections: list[WebSocketRoute] = []
+
+    def black_hole_the_first(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        connections.append(ws)
+        if len(connections) > 1:
+            return  # later connections pass through untouched
+        forwarded = [0]
+
+        def from_page(message: str | bytes) -> None:
+            if forwarded[0] < DROP_AFTER_FRAMES:
+                server.send(message)
+                forwarded[0] += 1
+
+        def from_server(message: str | bytes) -> None:
+            if forwarded[0] < DROP_AFTER_FRAMES:
+                ws.send(message)
+
+        ws.on_message(from_page)
+        server.on_message(from_server)
+
+    page.route_web_socket(re.compile(r"/ws/present/"), black_hole_the_first)
+    page.goto(f"{live_server}{created['present_url']}")
+    expect(page.locator("#start-button")).to_be_enabled()
+    page.click("#start-button")
+    started = time.monotonic()
+    page.wait_for_function("() => window.interpStats.reconnects === 1", timeout=60_000)
+    lost_after = time.monotonic() - started
+    page.wait_for_function("() => window.interpStats.state === 'live'", timeout=30_000)
+    expect(page.locator("#error")).to_be_hidden()
+    # Given up 10 s after the last message (pings every 2.5 s), not at a TCP timeout.
+    assert lost_after < DROP_AFTER_FRAMES * FRAME_MS / 1000 + 20, lost_after
+    page.wait_for_timeout(max(0.0, fake_audio.duration_s + 2 - (time.monotonic() - started)) * 1000)
+    page.click("#stop-button")
+    page.wait_for_function("() => window.interpStats.state === 'ended'", timeout=60_000)
+    assert stats(page)["reconnects"] == 1 and len(connections) >= 2
+    transcript = httpx.get(
+        f"{live_server}/api/sessions/{created['code']}/transcript?format=txt", timeout=10
+    ).text
+    # "sunken" is said 25 s into the octave, after the console reconnected.
+    assert "sunken" in normalise(transcript), transcript
     assert console_log.errors == [], f"console errors: {console_log.errors}"
 
 

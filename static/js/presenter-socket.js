@@ -3,9 +3,18 @@
 // start (text) -> {"type":"ready"} -> binary PCM frames -> {"type":"stop"} -> remaining events
 // -> {"type":"ended"} -> close 1000. Frames captured before "ready" wait in a small queue so the
 // first words are not lost while the socket opens; past the bound the oldest are dropped.
+//
+// A connection can die without closing (the network path went, the laptop roamed to another
+// access point): the browser then reports nothing for minutes while the audio piles up in the
+// socket. So once ready the socket pings the server every PING_MS, the server answers each
+// with a pong, and a stream that has heard nothing from the server for SILENT_LINK_MS is
+// reported lost at once (a close with code 1006), as a dropped connection is. While the
+// server finishes a stop it reads no pings, so none is counted then.
 
 const PENDING_LIMIT = 50; // frames held before "ready": 5 s of 100 ms frames
 const BUFFERED_LIMIT = 1 << 20; // bytes queued in the socket (about 30 s of audio) before dropping
+const PING_MS = 2500;
+const SILENT_LINK_MS = 10_000;
 
 /** What each close code means to the person at the console (docs/protocol.md). */
 const CLOSE_REASONS = {
@@ -65,6 +74,8 @@ export class PresenterSocket {
     this.framesDropped = 0;
     this.readyWaiters = null;
     this.endWaiters = null;
+    this.heardAt = 0; // performance.now() of the server's last message
+    this.pinger = null;
   }
 
   /** Open the socket and send `start`; resolves on "ready", rejects if the socket closes first. */
@@ -131,7 +142,23 @@ export class PresenterSocket {
     if (this.ws && !this.closed) this.ws.close(1000, reason);
   }
 
+  /** Every PING_MS once ready: a ping, or, when the server has said nothing for
+   * SILENT_LINK_MS, the connection given up as lost. */
+  #heartbeat() {
+    if (this.closed || !this.ready || this.endWaiters) return;
+    if (performance.now() - this.heardAt < SILENT_LINK_MS) {
+      this.ws.send(JSON.stringify({ type: 'ping' }));
+      return;
+    }
+    const ws = this.ws;
+    const reason = `no answer from the server for ${SILENT_LINK_MS / 1000} s`;
+    // Reported now: the close handshake of a dead connection can take minutes.
+    this.#onSocketClose({ code: 1006, reason });
+    ws.close(4000, reason);
+  }
+
   #onMessage(event) {
+    this.heardAt = performance.now();
     if (typeof event.data !== 'string') return; // the presenter socket sends no audio back
     let message;
     try {
@@ -142,18 +169,21 @@ export class PresenterSocket {
     }
     if (message.type === 'ready') {
       this.ready = true;
+      this.pinger = window.setInterval(() => this.#heartbeat(), PING_MS);
       for (const pcm of this.pending.splice(0)) this.send(pcm);
       if (this.readyWaiters) this.readyWaiters.resolve(message);
       this.readyWaiters = null;
     } else if (message.type === 'ended') {
       this.ended = true;
-    } else {
+    } else if (message.type !== 'pong') {
       this.onEvent(message);
     }
   }
 
   #onSocketClose(event) {
+    if (this.closed) return; // reported already (a connection given up as lost)
     this.closed = true;
+    window.clearInterval(this.pinger);
     this.ready = false;
     this.pending = [];
     const normal = event.code === 1000 && (this.ended || this.endWaiters !== null);

@@ -208,3 +208,23 @@ async def test_metrics_expose_the_named_series_after_a_session(server: ServerPro
     assert float(asr_load.split()[-1]) > 0
     # Its stream has ended: it holds the pool no more.
     assert 'interp_worker_tenants{pool="asr"} 0.0' in text.splitlines()
+
+
+async def test_a_ping_is_answered_with_a_pong(server: ServerProcess) -> None:
+    """The console tells a connection that died without closing by the pongs that stop coming
+    (static/js/presenter-socket.js); the stream goes on after each."""
+    session = create_session(server.url)
+    url = server.url.replace("http://", "ws://") + f"/ws/present/{session['code']}"
+    async with websockets.connect(url) as ws:
+        await ws.send(_start(session["presenter_token"]))
+        assert json.loads(await ws.recv())["type"] == "ready"
+        for _ in range(3):
+            await ws.send(json.dumps({"type": "ping"}))
+            await ws.send(b"\x00\x00" * 1600)  # 100 ms of audio between pings
+            while (answer := json.loads(await asyncio.wait_for(ws.recv(), 5)))["type"] != "pong":
+                assert "seq" in answer  # the session's events come between
+            assert answer == {"type": "pong"}
+        await ws.send(json.dumps({"type": "stop"}))
+        kinds = [json.loads(m)["type"] async for m in ws]
+        assert kinds[-1] == "ended" and "pong" not in kinds
+        assert ws.close_code == 1000
