@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+from dataclasses import dataclass
+from typing import Literal
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -31,7 +34,23 @@ CLOSE_CODE: dict[Refusal, int] = {
 engine/access.py; docs/protocol.md)."""
 
 
-async def _send_events(websocket: WebSocket, sub: Subscription, watch: SendWatch) -> None:
+PONG = json.dumps({"type": "pong"})
+"""The answer to a listener's ping (docs/protocol.md): the page tells a connection that died
+without closing by the pongs that stop coming (static/js/listener-socket.js)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BadControl:
+    """A listener's control message refused; ``reason`` is the close reason."""
+
+    reason: str
+
+
+async def _send_events(
+    websocket: WebSocket, sub: Subscription, watch: SendWatch, sending: asyncio.Lock
+) -> None:
+    """``sending``: held for each event (an audio header and its PCM go together), so a pong
+    never comes between them."""
     me = asyncio.current_task()
     assert me is not None
     try:
@@ -39,9 +58,10 @@ async def _send_events(websocket: WebSocket, sub: Subscription, watch: SendWatch
             event = await sub.get()
             watch.begin(me)
             try:
-                await websocket.send_text(to_json(event))
-                if isinstance(event, SpeechAudio):
-                    await websocket.send_bytes(event.pcm)
+                async with sending:
+                    await websocket.send_text(to_json(event))
+                    if isinstance(event, SpeechAudio):
+                        await websocket.send_bytes(event.pcm)
             finally:
                 watch.end(me)
     except asyncio.CancelledError:
@@ -100,7 +120,8 @@ async def listen_endpoint(websocket: WebSocket) -> None:
         audio=audio_text == "1",
         counted=preview != "1",
     )
-    sender = asyncio.create_task(_send_events(websocket, sub, websocket.state.send_watch))
+    sending = asyncio.Lock()
+    sender = asyncio.create_task(_send_events(websocket, sub, websocket.state.send_watch, sending))
     session.audience_changed()
     try:
         while not sender.done():
@@ -115,9 +136,13 @@ async def listen_endpoint(websocket: WebSocket) -> None:
             if message["type"] == "websocket.disconnect":
                 break
             reply = _control(message.get("text"), sub, offered, hub)
-            if reply is not None:
-                await close(websocket, 1003, reply)
+            if isinstance(reply, BadControl):
+                await close(websocket, 1003, reply.reason)
                 break
+            if reply == "pong":
+                async with sending:
+                    await websocket.send_text(PONG)
+                continue
             session.audience_changed()  # what is translated and spoken may have changed
     finally:
         hub.unsubscribe(sub)
@@ -127,32 +152,35 @@ async def listen_endpoint(websocket: WebSocket) -> None:
         session.audience_changed()
 
 
-def _control(text: str | None, sub: Subscription, offered: list[str], hub: Hub) -> str | None:
-    """Apply a listener's control message; return a close reason if it is invalid."""
+def _control(
+    text: str | None, sub: Subscription, offered: list[str], hub: Hub
+) -> BadControl | Literal["pong"] | None:
+    """Apply a listener's control message: None once applied, ``"pong"`` for a ping (to be
+    answered), :class:`BadControl` if it is invalid."""
     if text is None:
-        return "listeners send text messages only"
+        return BadControl("listeners send text messages only")
     try:
         data = json_text.parse(text)
     except json_text.NotJson:
-        return "message is not valid JSON"
+        return BadControl("message is not valid JSON")
     if not isinstance(data, dict):
-        return "message must be a JSON object"
+        return BadControl("message must be a JSON object")
     kind = data.get("type")
     if kind == "language":
         lang = data.get("lang")
         if not isinstance(lang, str) or not languages.is_known(lang):
-            return "unknown language"
+            return BadControl("unknown language")
         lang = languages.normalise(lang)
         if lang not in offered:
-            return f"language must be one of {', '.join(offered)}"
+            return BadControl(f"language must be one of {', '.join(offered)}")
         hub.set_languages(sub, frozenset({lang}))
         return None
     if kind == "audio":
         enabled = data.get("enabled")
         if not isinstance(enabled, bool):
-            return "audio.enabled must be a boolean"
+            return BadControl("audio.enabled must be a boolean")
         hub.set_audio(sub, enabled)
         return None
     if kind == "ping":
-        return None
-    return f"unknown message type {kind!r}"
+        return "pong"
+    return BadControl(f"unknown message type {kind!r}")

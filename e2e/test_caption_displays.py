@@ -12,12 +12,13 @@ session's screen must ask for the passcode. (test_event_views.py follows a real 
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import httpx
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, WebSocketRoute, expect
 
 from e2e.conftest import Background, ConsoleLog, open_page
 from engine.events import Caption, Speaker
@@ -325,4 +326,46 @@ def test_a_listener_and_a_screen_joining_an_hour_in_get_every_line(
     assert phone.evaluate("() => window.interpStats.reconnects") == 0
     phone.context.close()
     screen.context.close()
+    assert log.errors == [], log.errors
+
+
+def test_a_phone_whose_connection_dies_without_closing_reconnects_by_itself(
+    browser: Browser, background: Background
+) -> None:
+    """The phone's network path goes dead without a close (it roamed to another access point):
+    nothing arrives either way and the browser reports nothing. The page notices that its
+    ping goes unanswered, drops the connection and reconnects with `since`, and the line said
+    meanwhile appears."""
+    created = background.create(title="Roaming phone", target_languages=[])
+    code = created["code"]
+    session = background.session(code)
+    background.say(session, [en(0, "final", "Before the corridor.")], pause=0)
+    sockets: list[WebSocketRoute] = []
+    dead = [False]
+
+    def black_hole_the_first(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        sockets.append(ws)
+        if len(sockets) > 1:
+            return  # later connections pass through untouched
+        ws.on_message(lambda message: None if dead[0] else server.send(message))
+        server.on_message(lambda message: None if dead[0] else ws.send(message))
+
+    log = ConsoleLog()
+    phone = open_page(browser, log, viewport={"width": 390, "height": 844}, is_mobile=True)
+    phone.route_web_socket(re.compile(r"/ws/listen/"), black_hole_the_first)
+    phone.goto(f"{background.server.url}/s/{code}")
+    expect(phone.locator(".caption-line").last).to_contain_text("Before the corridor.")
+    dead[0] = True
+    background.say(session, [en(1, "final", "Said while the phone was in the corridor.")], pause=0)
+    # A ping every 10 s, given up 15 s after one had no answer: within 25 s, plus the backoff.
+    phone.wait_for_function(
+        "() => [...document.querySelectorAll('.caption-line')].map((el) => el.textContent)"
+        ".join(' ').includes('while the phone was in the corridor')",
+        timeout=40_000,
+    )
+    assert len(sockets) == 2 and phone.evaluate("() => window.interpStats.reconnects") == 1
+    assert phone.evaluate("() => window.interpStats.lastClose.code") == 1006
+    assert "since=" in sockets[1].url and "since=0" not in sockets[1].url
+    phone.context.close()
     assert log.errors == [], log.errors

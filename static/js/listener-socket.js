@@ -7,6 +7,13 @@
 // restart is not met by every phone at the same instant; going offline waits for the browser's
 // `online` event, and a page coming back to the foreground retries at once.
 //
+// A connection can also die without closing (the phone roamed to another access point): the
+// browser then reports nothing for minutes, and the captions just stop. So an open socket pings
+// the server every PING_MS, the server answers each with a pong, and a ping that nothing from
+// the server has followed for UNANSWERED_MS drops the connection and reconnects as after any
+// drop. (Counted from the ping, not from the last message: a hidden tab's timers may run once
+// a minute, and a session may be silent for as long as a coffee break.)
+//
 // Close codes that no retry can fix (1008: no such session or origin refused; 1003: the request
 // itself is wrong) end the socket for good. 1013 (too far behind, or the session is full) and
 // everything else is retried.
@@ -22,6 +29,9 @@ const BASE_DELAY_MS = 500;
 const MAX_DELAY_MS = 15_000;
 const PERMANENT_CLOSE_CODES = new Set([1003, 1008]);
 const CLIENT_CLOSE_OFFLINE = 4000;
+const CLIENT_CLOSE_SILENT = 4001;
+const PING_MS = 10_000;
+const UNANSWERED_MS = 15_000;
 
 export function listenSocketUrl(
   code, { lang, since, audio = false, token = null, preview = false }, location = window.location,
@@ -81,6 +91,8 @@ export class ListenerSocket {
     this.timer = null;
     this.stopped = false;
     this.gotMessage = false;
+    this.pingSentAt = null; // performance.now() of the ping no message has followed yet
+    this.pinger = null;
     this.onOnline = () => this.#retryNow();
     this.onOffline = () => this.#dropForOffline();
     this.onVisible = () => {
@@ -119,6 +131,7 @@ export class ListenerSocket {
     this.stopped = true;
     window.clearTimeout(this.timer);
     this.timer = null;
+    window.clearInterval(this.pinger);
     window.removeEventListener('online', this.onOnline);
     window.removeEventListener('offline', this.onOffline);
     document.removeEventListener('visibilitychange', this.onVisible);
@@ -141,6 +154,9 @@ export class ListenerSocket {
     this.audioHeader = null;
     ws.addEventListener('open', () => {
       if (this.ws !== ws) return;
+      this.pingSentAt = null;
+      window.clearInterval(this.pinger);
+      this.pinger = window.setInterval(() => this.#heartbeat(ws), PING_MS);
       this.opens += 1;
       this.onStatus('open', { reconnect: this.opens > 1 });
     });
@@ -152,7 +168,23 @@ export class ListenerSocket {
     });
   }
 
+  /** Every PING_MS while `ws` is open: a ping, unless one is still unanswered; one unanswered
+   * for UNANSWERED_MS drops `ws` (its close handshake cannot complete) and reconnects. */
+  #heartbeat(ws) {
+    if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
+    if (this.pingSentAt === null) {
+      this.pingSentAt = performance.now();
+      ws.send(JSON.stringify({ type: 'ping' }));
+      return;
+    }
+    if (performance.now() - this.pingSentAt < UNANSWERED_MS) return;
+    const reason = `no answer from the server for ${UNANSWERED_MS / 1000} s`;
+    ws.close(CLIENT_CLOSE_SILENT, reason);
+    this.#onClose({ code: 1006, reason });
+  }
+
   #onMessage(message) {
+    this.pingSentAt = null; // the server is there
     if (typeof message.data !== 'string') {
       // The PCM of the header just before it (audio=1).
       const header = this.audioHeader;
@@ -178,12 +210,15 @@ export class ListenerSocket {
       this.audioHeader = event;
       return;
     }
+    if (event && event.type === 'pong') return;
     if (typeof event.seq === 'number' && event.seq > this.lastSeq) this.lastSeq = event.seq;
     this.onEvent(event);
   }
 
   #onClose(event) {
     this.ws = null;
+    window.clearInterval(this.pinger);
+    this.pinger = null;
     if (this.stopped) return;
     if (PERMANENT_CLOSE_CODES.has(event.code)) {
       this.stopped = true;

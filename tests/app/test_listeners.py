@@ -186,6 +186,22 @@ async def test_listener_bad_message_is_closed_with_a_reason(
     assert httpx.get(f"{server.url}/healthz").status_code == 200
 
 
+async def test_a_listeners_ping_is_answered_with_a_pong(server: ServerProcess) -> None:
+    """The page tells a connection that died without closing by the pongs that stop coming
+    (static/js/listener-socket.js); the socket goes on after each."""
+    session = create_session(server.url)
+    url = server.url.replace("http://", "ws://") + f"/ws/listen/{session['code']}"
+    async with websockets.connect(url) as ws:
+        for _ in range(3):
+            await ws.send(json.dumps({"type": "ping"}))
+            while (answer := json.loads(await asyncio.wait_for(ws.recv(), 10)))["type"] != "pong":
+                assert "seq" in answer  # the session's state comes first
+            assert answer == {"type": "pong"}
+        await ws.send(json.dumps({"type": "language", "lang": "en"}))
+        await ws.send(json.dumps({"type": "ping"}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"type": "pong"}
+
+
 async def test_listener_unknown_session(server: ServerProcess) -> None:
     url = server.url.replace("http://", "ws://") + "/ws/listen/QQQQQQ"
     code, reason = await _refusal(url)
