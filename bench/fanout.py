@@ -31,7 +31,7 @@ from bench.clients import (
 )
 from bench.deliveries import ListenerRecord, presenter_finals
 from bench.fanout_report import write_report
-from bench.listener import ClientSpec
+from bench.listener import PAGE_PING_S, ClientSpec
 from bench.paths import RESULTS
 from bench.recordings import EVAL_LONGFORM_EN, Recording, load_recording, resolve_wavs
 from bench.replay import Replay, create_session, present, trimmed
@@ -64,6 +64,7 @@ class FanoutSettings:
     ready_timeout: float = 120.0
     settle_timeout: float = 180.0
     drain_timeout: float = 30.0
+    ping_s: float = PAGE_PING_S
     goals: Goals = field(default_factory=Goals)
 
 
@@ -94,7 +95,7 @@ async def run_round(
     processes = settings.client_processes or default_client_processes(listeners)
     session = await create_session(server.base_url, f"bench fanout {listeners}")
     specs = [
-        ClientSpec(server.base_url, str(session["code"]), indices)
+        ClientSpec(server.base_url, str(session["code"]), indices, ping_s=settings.ping_s)
         for indices in split_listeners(listeners, processes)
     ]
     load_before = os.getloadavg()
@@ -169,6 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="processes the listeners are spread over (default: one per "
         f"{LISTENERS_PER_CLIENT_PROCESS} listeners, at most {MAX_CLIENT_PROCESSES})",
     )
+    parser.add_argument(
+        "--ping-s",
+        type=float,
+        default=PAGE_PING_S,
+        help="each listener pings its socket this often, as the page does; 0: never "
+        "(default: %(default)s)",
+    )
     parser.add_argument("--eval-dir", type=Path, default=EVAL_LONGFORM_EN)
     parser.add_argument("--out", type=Path, default=RESULTS)
     return parser
@@ -187,6 +195,7 @@ def main(argv: Sequence[str]) -> int:
         server_pid=args.server_pid,
         client_processes=args.client_processes,
         ready_timeout=args.ready_timeout,
+        ping_s=args.ping_s,
     )
     recording = trimmed(load_recording(wav), args.seconds)
     rounds = asyncio.run(run_fanout(settings, recording))

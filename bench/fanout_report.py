@@ -123,6 +123,7 @@ def report_json(rounds: Sequence[Round], settings: FanoutSettings, command: str)
         },
         "recording": str(settings.recording),
         "trimmed_to_s": settings.seconds,
+        "listener_ping_s": settings.ping_s,
         "goals": asdict(goals),
         "goal_met": at_goal[0]["goal_met"] if at_goal else None,
         "rounds": by_n,
@@ -141,6 +142,12 @@ def report_markdown(report: dict[str, Any]) -> str:
         f"- Date (UTC): {report['created_utc']}",
         f"- Presenter: `{Path(report['recording']).stem}` replayed in real time"
         + (f", first {report['trimmed_to_s']} s" if report["trimmed_to_s"] else ""),
+        "- Listeners ping their socket "
+        + (
+            f"every {report['listener_ping_s']:g} s, as the page does"
+            if report.get("listener_ping_s")
+            else "never"
+        ),
         f"- Goal: {goals['listeners']} listeners with p99 delay <= "
         f"{1000 * goals['delay_p99_s']:.0f} ms and every final at every listener: "
         f"{verdict(report['goal_met'])}",

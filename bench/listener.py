@@ -1,15 +1,18 @@
 """One audience member on ``/ws/listen``, following a session as the listener page does.
 
 A :class:`Listener` follows one session in the source language, records every event it
-reads as a :class:`~bench.deliveries.Delivery`, and reconnects with ``since`` after any
-close but a permanent one. The fan-out, load and soak benches run many in client processes
+reads as a :class:`~bench.deliveries.Delivery`, pings the server as the page does (every
+``ping_s``, from a random offset; the pongs are not deliveries), and reconnects with ``since``
+after any close but a permanent one. The fan-out, load and soak benches run many in client processes
 (``bench.clients``); the churn bench runs one per session in its own loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import random
 import time
 from dataclasses import dataclass
 
@@ -23,6 +26,9 @@ CONNECT_CONCURRENCY = 50
 PERMANENT_CLOSE_CODES = frozenset({1003, 1008})
 """Closes no retry can fix; the listener page (static/js/listener-socket.js) retries all others."""
 MAX_RECONNECTS = 10
+PAGE_PING_S = 10.0
+"""How often the listener page pings an open socket (static/js/listener-socket.js)."""
+PING = json.dumps({"type": "ping"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +46,9 @@ class ClientSpec:
     nice: int = 0
     """Added to the process's nice value: a positive one lets the listeners take only CPU
     the server under test leaves (real listeners are phones, not this machine's cores)."""
+    ping_s: float = PAGE_PING_S
+    """How often each listener pings its socket, as the page does; 0: never (as the page
+    did before 2026-12-07)."""
 
 
 class Listener:
@@ -95,11 +104,17 @@ class Listener:
             self.joined.set()
             if self.stalled:
                 await self._resume.wait()  # read nothing meanwhile: the buffers fill up
+            pinger = asyncio.create_task(self._ping(ws)) if self._spec.ping_s > 0 else None
             try:
                 async for raw in ws:
                     self.on_message(time.time(), raw, opened_at)
             except ConnectionClosed:
                 pass  # the close code is read below
+            finally:
+                if pinger is not None:
+                    pinger.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await pinger
             self._ws = None
             if self._stopping:
                 return
@@ -112,12 +127,24 @@ class Listener:
                 return
             self.reconnects += 1
 
+    async def _ping(self, ws: ClientConnection) -> None:
+        """Ping every ``ping_s``, the first at a random point of the first period (pages open
+        at different moments), until the socket closes."""
+        period = self._spec.ping_s
+        await asyncio.sleep(random.uniform(0, period))
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                await ws.send(PING)
+                await asyncio.sleep(period)
+
     def on_message(self, now: float, raw: str | bytes, opened_at: float) -> None:
         """Record one message received at ``now`` on a socket that began opening at
         ``opened_at``."""
         if isinstance(raw, bytes):
             return
         message = json.loads(raw)
+        if message.get("type") == "pong":
+            return  # the answer to a ping: no event
         ts = float(message.get("ts", 0.0))
         seq = int(message.get("seq", 0))
         self.last_seq = max(self.last_seq, seq)

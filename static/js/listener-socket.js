@@ -7,12 +7,9 @@
 // restart is not met by every phone at the same instant; going offline waits for the browser's
 // `online` event, and a page coming back to the foreground retries at once.
 //
-// A connection can also die without closing (the phone roamed to another access point): the
-// browser then reports nothing for minutes, and the captions just stop. So an open socket pings
-// the server every PING_MS, the server answers each with a pong, and a ping that nothing from
-// the server has followed for UNANSWERED_MS drops the connection and reconnects as after any
-// drop. (Counted from the ping, not from the last message: a hidden tab's timers may run once
-// a minute, and a session may be silent for as long as a coffee break.)
+// A connection can also die without closing (./heartbeat.js): an open socket pings every
+// PING_MS, and a ping unanswered for UNANSWERED_MS drops the connection and reconnects as
+// after any drop.
 //
 // Close codes that no retry can fix (1008: no such session or origin refused; 1003: the request
 // itself is wrong) end the socket for good. 1013 (too far behind, or the session is full) and
@@ -24,6 +21,8 @@
 // and handed to `onAudio(header, pcm)` (pcm an ArrayBuffer). A binary message without a header
 // just before it is ignored. Audio is live only: it is never backfilled, so its `seq` does not
 // move `lastSeq` (a reconnect asks for what came after the last caption or state event).
+
+import { Heartbeat } from './heartbeat.js';
 
 const BASE_DELAY_MS = 500;
 const MAX_DELAY_MS = 15_000;
@@ -91,8 +90,12 @@ export class ListenerSocket {
     this.timer = null;
     this.stopped = false;
     this.gotMessage = false;
-    this.pingSentAt = null; // performance.now() of the ping no message has followed yet
-    this.pinger = null;
+    this.heartbeat = new Heartbeat({
+      periodMs: PING_MS,
+      unansweredMs: UNANSWERED_MS,
+      ping: () => this.#ping(),
+      lost: (reason) => this.#lost(reason),
+    });
     this.onOnline = () => this.#retryNow();
     this.onOffline = () => this.#dropForOffline();
     this.onVisible = () => {
@@ -131,7 +134,7 @@ export class ListenerSocket {
     this.stopped = true;
     window.clearTimeout(this.timer);
     this.timer = null;
-    window.clearInterval(this.pinger);
+    this.heartbeat.stop();
     window.removeEventListener('online', this.onOnline);
     window.removeEventListener('offline', this.onOffline);
     document.removeEventListener('visibilitychange', this.onVisible);
@@ -154,9 +157,7 @@ export class ListenerSocket {
     this.audioHeader = null;
     ws.addEventListener('open', () => {
       if (this.ws !== ws) return;
-      this.pingSentAt = null;
-      window.clearInterval(this.pinger);
-      this.pinger = window.setInterval(() => this.#heartbeat(ws), PING_MS);
+      this.heartbeat.start();
       this.opens += 1;
       this.onStatus('open', { reconnect: this.opens > 1 });
     });
@@ -168,23 +169,22 @@ export class ListenerSocket {
     });
   }
 
-  /** Every PING_MS while `ws` is open: a ping, unless one is still unanswered; one unanswered
-   * for UNANSWERED_MS drops `ws` (its close handshake cannot complete) and reconnects. */
-  #heartbeat(ws) {
-    if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
-    if (this.pingSentAt === null) {
-      this.pingSentAt = performance.now();
-      ws.send(JSON.stringify({ type: 'ping' }));
-      return;
-    }
-    if (performance.now() - this.pingSentAt < UNANSWERED_MS) return;
-    const reason = `no answer from the server for ${UNANSWERED_MS / 1000} s`;
+  #ping() {
+    if (!this.connected) return false;
+    this.ws.send(JSON.stringify({ type: 'ping' }));
+    return true;
+  }
+
+  /** Drop the open socket (its close handshake cannot complete) and reconnect. */
+  #lost(reason) {
+    const ws = this.ws;
+    if (!ws) return;
     ws.close(CLIENT_CLOSE_SILENT, reason);
     this.#onClose({ code: 1006, reason });
   }
 
   #onMessage(message) {
-    this.pingSentAt = null; // the server is there
+    this.heartbeat.heard();
     if (typeof message.data !== 'string') {
       // The PCM of the header just before it (audio=1).
       const header = this.audioHeader;
@@ -217,8 +217,7 @@ export class ListenerSocket {
 
   #onClose(event) {
     this.ws = null;
-    window.clearInterval(this.pinger);
-    this.pinger = null;
+    this.heartbeat.stop();
     if (this.stopped) return;
     if (PERMANENT_CLOSE_CODES.has(event.code)) {
       this.stopped = true;

@@ -4,13 +4,12 @@
 // -> {"type":"ended"} -> close 1000. Frames captured before "ready" wait in a small queue so the
 // first words are not lost while the socket opens; past the bound the oldest are dropped.
 //
-// A connection can die without closing (the network path went, the laptop roamed to another
-// access point): the browser then reports nothing for minutes while the audio piles up in the
-// socket. So once ready the socket pings the server every PING_MS, the server answers each
-// with a pong, and a ping that nothing from the server has followed for UNANSWERED_MS reports
-// the connection lost at once (a close with code 1006), as a dropped connection is. (Counted
-// from the ping, not from the last message: a hidden tab's timers may run once a minute.)
-// While the server finishes a stop it reads no pings, so none is sent then.
+// A connection can die without closing (./heartbeat.js): once ready the socket pings every
+// PING_MS, and a ping unanswered for UNANSWERED_MS reports the connection lost at once (a
+// close with code 1006), as a dropped connection is. While the server finishes a stop it
+// reads no pings, so none is sent then.
+
+import { Heartbeat } from './heartbeat.js';
 
 const PENDING_LIMIT = 50; // frames held before "ready": 5 s of 100 ms frames
 const BUFFERED_LIMIT = 1 << 20; // bytes queued in the socket (about 30 s of audio) before dropping
@@ -75,8 +74,12 @@ export class PresenterSocket {
     this.framesDropped = 0;
     this.readyWaiters = null;
     this.endWaiters = null;
-    this.pingSentAt = null; // performance.now() of the ping no message has followed yet
-    this.pinger = null;
+    this.heartbeat = new Heartbeat({
+      periodMs: PING_MS,
+      unansweredMs: UNANSWERED_MS,
+      ping: () => this.#ping(),
+      lost: (reason) => this.#lost(reason),
+    });
   }
 
   /** Open the socket and send `start`; resolves on "ready", rejects if the socket closes first. */
@@ -133,6 +136,7 @@ export class PresenterSocket {
     const done = new Promise((resolve, reject) => {
       this.endWaiters = { resolve, reject };
     });
+    this.heartbeat.stop(); // the server reads no pings while it finishes
     if (this.ready) this.ws.send(JSON.stringify({ type: 'stop' }));
     else this.ws.close(1000, 'stopped before ready');
     return done;
@@ -143,25 +147,21 @@ export class PresenterSocket {
     if (this.ws && !this.closed) this.ws.close(1000, reason);
   }
 
-  /** Every PING_MS once ready: a ping, unless one is still unanswered; one unanswered for
-   * UNANSWERED_MS gives the connection up as lost. */
-  #heartbeat() {
-    if (this.closed || !this.ready || this.endWaiters) return;
-    if (this.pingSentAt === null) {
-      this.pingSentAt = performance.now();
-      this.ws.send(JSON.stringify({ type: 'ping' }));
-      return;
-    }
-    if (performance.now() - this.pingSentAt < UNANSWERED_MS) return;
+  #ping() {
+    if (this.closed || !this.ready) return false;
+    this.ws.send(JSON.stringify({ type: 'ping' }));
+    return true;
+  }
+
+  #lost(reason) {
     const ws = this.ws;
-    const reason = `no answer from the server for ${UNANSWERED_MS / 1000} s`;
     // Reported now: the close handshake of a dead connection can take minutes.
     this.#onSocketClose({ code: 1006, reason });
     ws.close(4000, reason);
   }
 
   #onMessage(event) {
-    this.pingSentAt = null; // the server is there
+    this.heartbeat.heard();
     if (typeof event.data !== 'string') return; // the presenter socket sends no audio back
     let message;
     try {
@@ -172,7 +172,7 @@ export class PresenterSocket {
     }
     if (message.type === 'ready') {
       this.ready = true;
-      this.pinger = window.setInterval(() => this.#heartbeat(), PING_MS);
+      this.heartbeat.start();
       for (const pcm of this.pending.splice(0)) this.send(pcm);
       if (this.readyWaiters) this.readyWaiters.resolve(message);
       this.readyWaiters = null;
@@ -186,7 +186,7 @@ export class PresenterSocket {
   #onSocketClose(event) {
     if (this.closed) return; // reported already (a connection given up as lost)
     this.closed = true;
-    window.clearInterval(this.pinger);
+    this.heartbeat.stop();
     this.ready = false;
     this.pending = [];
     const normal = event.code === 1000 && (this.ended || this.endWaiters !== null);
