@@ -51,7 +51,7 @@ async def test_a_stalled_send_closes_the_socket_naming_since() -> None:
     sub = hub.subscribe("ABC", frozenset({"en"}))
     watch = SendWatch(timeout=0.2, interval=0.02)
     socket = FakeSocket(hang_at=3)
-    sender = asyncio.create_task(_send_events(socket, sub, watch))  # type: ignore[arg-type]
+    sender = asyncio.create_task(_send_events(socket, sub, watch, asyncio.Lock()))  # type: ignore[arg-type]
     await publish(hub, 5)
     await asyncio.wait_for(sender, 2.0)
     assert len(socket.sent) == 2
@@ -68,7 +68,7 @@ async def test_healthy_senders_are_never_cancelled() -> None:
     subs = [hub.subscribe("ABC", frozenset({"en"})) for _ in range(20)]
     sockets = [FakeSocket() for _ in subs]
     senders = [
-        asyncio.create_task(_send_events(s, sub, watch))  # type: ignore[arg-type]
+        asyncio.create_task(_send_events(s, sub, watch, asyncio.Lock()))  # type: ignore[arg-type]
         for s, sub in zip(sockets, subs, strict=True)
     ]
     for burst in range(10):
