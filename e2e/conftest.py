@@ -8,6 +8,7 @@ exactly what a presenter would have said. The server under test comes from the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import threading
@@ -168,16 +169,23 @@ def chromium_args(audio: FakeAudio) -> list[str]:
     ]
 
 
-@pytest.fixture
-def browser(playwright_instance: Playwright, fake_audio: FakeAudio) -> Iterator[Browser]:
-    """A fresh Chromium per test: the fake microphone starts from the top of the file."""
-    browser = playwright_instance.chromium.launch(
-        executable_path=str(CHROMIUM), headless=True, args=chromium_args(fake_audio)
+@contextlib.contextmanager
+def chromium(playwright: Playwright, audio: FakeAudio, *flags: str) -> Iterator[Browser]:
+    """A headless Chromium whose microphone plays `audio` once, with `flags` besides."""
+    browser = playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=[*chromium_args(audio), *flags]
     )
     try:
         yield browser
     finally:
         browser.close()
+
+
+@pytest.fixture
+def browser(playwright_instance: Playwright, fake_audio: FakeAudio) -> Iterator[Browser]:
+    """A fresh Chromium per test: the fake microphone starts from the top of the file."""
+    with chromium(playwright_instance, fake_audio) as launched:
+        yield launched
 
 
 # What the pages must work under (and what the server is expected to send later): no inline

@@ -16,7 +16,7 @@ import jiwer
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect
 
-from e2e.conftest import CHROMIUM, LAPTOP, ConsoleLog, FakeAudio, chromium_args, open_page
+from e2e.conftest import LAPTOP, ConsoleLog, FakeAudio, chromium, open_page
 from e2e.test_present import MAX_WER, normalise, stats
 from e2e.test_webrtc import WEBRTC_FLAGS, lan_addresses
 from tests.support import create_session
@@ -101,13 +101,8 @@ def muted_then_speaking(tmp_path: Path, fake_audio: FakeAudio) -> FakeAudio:
 def muted_browser(
     playwright_instance: Playwright, muted_then_speaking: FakeAudio
 ) -> Iterator[Browser]:
-    browser = playwright_instance.chromium.launch(
-        executable_path=str(CHROMIUM), headless=True, args=chromium_args(muted_then_speaking)
-    )
-    try:
+    with chromium(playwright_instance, muted_then_speaking) as browser:
         yield browser
-    finally:
-        browser.close()
 
 
 def transcript(server: str, code: str) -> str:
@@ -160,15 +155,8 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def unplug_browser(playwright_instance: Playwright, fake_audio: FakeAudio) -> Iterator[Browser]:
-    browser = playwright_instance.chromium.launch(
-        executable_path=str(CHROMIUM),
-        headless=True,
-        args=[*chromium_args(fake_audio), *WEBRTC_FLAGS],
-    )
-    try:
+    with chromium(playwright_instance, fake_audio, *WEBRTC_FLAGS) as browser:
         yield browser
-    finally:
-        browser.close()
 
 
 def test_an_unplugged_microphone_gives_way_to_another_while_live(

@@ -25,7 +25,7 @@ import jiwer
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, Request, expect
 
-from e2e.conftest import CHROMIUM, LAPTOP, ConsoleLog, FakeAudio, chromium_args, open_page
+from e2e.conftest import LAPTOP, ConsoleLog, FakeAudio, chromium, open_page
 from e2e.test_present import CAPTION_RECORDER, FRAME_MS, MAX_WER, normalise, stats
 
 WEBRTC_FLAGS = ["--disable-features=WebRtcHideLocalIpsWithMdns"]
@@ -58,15 +58,8 @@ def webrtc_browser(playwright_instance: Playwright, fake_audio: FakeAudio) -> It
             "no network interface but loopback: Chromium gathers no loopback ICE candidates "
             "and aiortc none on 127.0.0.1, so a browser cannot reach the server over WebRTC here"
         )
-    browser = playwright_instance.chromium.launch(
-        executable_path=str(CHROMIUM),
-        headless=True,
-        args=[*chromium_args(fake_audio), *WEBRTC_FLAGS],
-    )
-    try:
+    with chromium(playwright_instance, fake_audio, *WEBRTC_FLAGS) as browser:
         yield browser
-    finally:
-        browser.close()
 
 
 @pytest.mark.browser
