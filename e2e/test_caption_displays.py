@@ -358,7 +358,8 @@ def test_a_phone_whose_connection_dies_without_closing_reconnects_by_itself(
     expect(phone.locator(".caption-line").last).to_contain_text("Before the corridor.")
     dead[0] = True
     background.say(session, [en(1, "final", "Said while the phone was in the corridor.")], pause=0)
-    # A ping every 10 s, given up 15 s after one had no answer: within 25 s, plus the backoff.
+    # A ping every 10 s, checked at each: given up at the second check after an unanswered
+    # ping, so within 30 s of the death, plus the backoff.
     phone.wait_for_function(
         "() => [...document.querySelectorAll('.caption-line')].map((el) => el.textContent)"
         ".join(' ').includes('while the phone was in the corridor')",
