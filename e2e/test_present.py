@@ -77,6 +77,11 @@ def normalise(text: str) -> str:
     return " ".join(words)
 
 
+def transcript(server: str, code: str) -> str:
+    """The session's transcript as plain text, as a listener downloads it."""
+    return httpx.get(f"{server}/api/sessions/{code}/transcript?format=txt", timeout=10).text
+
+
 def stats(page: Page) -> dict[str, Any]:
     """The console's window.interpStats."""
     result: dict[str, Any] = page.evaluate("() => JSON.parse(JSON.stringify(window.interpStats))")
@@ -294,11 +299,9 @@ def test_a_console_whose_connection_drops_goes_on_by_itself(
     # "already live"): the console waits a little longer and tries again.
     assert 2 <= len(connections) <= 4
     assert stats(page)["reconnects"] == 1
-    transcript = httpx.get(
-        f"{live_server}/api/sessions/{created['code']}/transcript?format=txt", timeout=10
-    ).text
-    wer = jiwer.wer(normalise(fake_audio.reference), normalise(transcript))
-    assert wer < MAX_WER, f"WER {wer:.3f} >= {MAX_WER}: {normalise(transcript)!r}"
+    said = transcript(live_server, created["code"])
+    wer = jiwer.wer(normalise(fake_audio.reference), normalise(said))
+    assert wer < MAX_WER, f"WER {wer:.3f} >= {MAX_WER}: {normalise(said)!r}"
     assert console_log.errors == [], f"console errors: {console_log.errors}"
 
 
@@ -348,11 +351,9 @@ def test_a_console_whose_connection_dies_without_closing_goes_on_by_itself(
     page.click("#stop-button")
     page.wait_for_function("() => window.interpStats.state === 'ended'", timeout=60_000)
     assert stats(page)["reconnects"] == 1 and len(connections) >= 2
-    transcript = httpx.get(
-        f"{live_server}/api/sessions/{created['code']}/transcript?format=txt", timeout=10
-    ).text
+    said = transcript(live_server, created["code"])
     # "sunken" is said 25 s into the octave, after the console reconnected.
-    assert "sunken" in normalise(transcript), transcript
+    assert "sunken" in normalise(said), said
     assert console_log.errors == [], f"console errors: {console_log.errors}"
 
 

@@ -11,13 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import jiwer
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect
 
 from e2e.conftest import LAPTOP, ConsoleLog, FakeAudio, chromium, open_page
-from e2e.test_present import MAX_WER, normalise, stats
+from e2e.test_present import MAX_WER, normalise, stats, transcript
 from e2e.test_webrtc import WEBRTC_FLAGS, lan_addresses
 from tests.support import create_session
 
@@ -103,11 +102,6 @@ def muted_browser(
 ) -> Iterator[Browser]:
     with chromium(playwright_instance, muted_then_speaking) as browser:
         yield browser
-
-
-def transcript(server: str, code: str) -> str:
-    url = f"{server}/api/sessions/{code}/transcript?format=txt"
-    return httpx.get(url, timeout=10).text
 
 
 def test_a_microphone_that_sends_nothing_is_noticed_until_it_does(
