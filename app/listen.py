@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from dataclasses import dataclass
 from typing import Literal
 
@@ -19,7 +18,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from app import json_text
 from app.sendwatch import SendWatch
-from app.sockets import accept_for_session, close, services_of
+from app.sockets import PONG, accept_for_session, close, services_of
 from engine import languages
 from engine.delivery.hub import Hub, ListenerTooSlow, Subscription, SubscriptionClosed
 from engine.events import SpeechAudio, to_json
@@ -32,11 +31,6 @@ CLOSE_CODE: dict[Refusal, int] = {
 }
 """The close code of each refusal a listener can meet (a private session's token,
 engine/access.py; docs/protocol.md)."""
-
-
-PONG = json.dumps({"type": "pong"})
-"""The answer to a listener's ping (docs/protocol.md): the page tells a connection that died
-without closing by the pongs that stop coming (static/js/listener-socket.js)."""
 
 
 @dataclass(frozen=True, slots=True)

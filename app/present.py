@@ -18,14 +18,13 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected
 
 from app import json_text
-from app.sockets import accept_for_session, close
+from app.sockets import PONG, accept_for_session, close
 from engine.delivery.hub import ListenerTooSlow, SubscriptionClosed
 from engine.events import to_json
 from engine.presenting import Presentation, StartRequest
 from engine.refusals import Refusal, Refused
 
 START_TIMEOUT = 15.0
-PONG = json.dumps({"type": "pong"})
 
 CLOSE_CODE: dict[Refusal, int] = {
     Refusal.NO_CREDENTIALS: 1008,

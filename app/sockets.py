@@ -1,8 +1,10 @@
-"""What both WebSocket endpoints do first: check the origin, accept, find the session."""
+"""What both WebSocket endpoints do first (check the origin, accept, find the session), and
+the answer to a ping that every control channel gives."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
@@ -10,6 +12,11 @@ from app.origin import origin_allowed
 from app.services import Engine, NotReady, Services
 from engine.session import Session
 from engine.telemetry import session_code
+
+PONG = json.dumps({"type": "pong"})
+"""The answer to a ping on every client's control channel (the presenter and listener
+sockets, the WebRTC presenter's data channel; docs/protocol.md): a client tells a connection
+that died without closing by the pongs that stop coming (static/js/heartbeat.js)."""
 
 
 def close_reason(reason: str, limit: int = 123) -> str:

@@ -4,9 +4,9 @@ One task reads the first audio track (``await track.recv()`` until ``MediaStream
 resamples to 16 kHz mono (app/webrtc_media.py) and feeds the same
 :class:`engine.session.PresenterStream` as the presenter WebSocket; everything after ingest is
 shared. If the peer also opens a data channel, the server sends on it the text messages the
-presenter socket would (``ready``, every event, ``ended``) and takes ``{"type": "stop"}``. The
-stream is finalised as on Stop when the peer sends ``stop``, when its track ends, or when its
-connection closes, fails or never connects (app/webrtc_peer.py).
+presenter socket would (``ready``, every event, ``ended``, a pong for each ping) and takes
+``{"type": "stop"}``. The stream is finalised as on Stop when the peer sends ``stop``, when
+its track ends, or when its connection closes, fails or never connects (app/webrtc_peer.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from app import json_text
 from app.present import CLOSE_CODE
+from app.sockets import PONG
 from app.webrtc_media import INGEST_RATE, drain_track, read_presenter_track
 from app.webrtc_peer import Peer, PeerRegistry
 from engine.delivery.hub import ListenerTooSlow, SubscriptionClosed
@@ -98,7 +99,9 @@ class PresenterPeer(Peer):
         kind = data.get("type") if isinstance(data, dict) else None
         if kind == "stop":
             self.stop_soon()
-        elif kind != "ping":
+        elif kind == "ping":  # the console knows its connection is alive by the answer
+            self.send(PONG)
+        else:
             self.send({"type": "error", "message": f"unknown message {str(message)[:60]!r}"})
 
     def send(self, message: dict[str, Any] | str) -> None:

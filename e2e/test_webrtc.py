@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,36 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, Request, expect
 
 from e2e.conftest import LAPTOP, ConsoleLog, FakeAudio, chromium, open_page
-from e2e.test_present import CAPTION_RECORDER, FRAME_MS, MAX_WER, normalise, stats
+from e2e.test_present import CAPTION_RECORDER, FRAME_MS, MAX_WER, normalise, stats, transcript
+from tests.support import create_session
 
 WEBRTC_FLAGS = ["--disable-features=WebRtcHideLocalIpsWithMdns"]
+
+# Playwright's init script: `__cutPath()` makes every data channel opened so far a dead path,
+# as when the laptop roams to another access point: nothing it sends arrives, nothing for it
+# is delivered, and the browser says nothing. Channels opened later work.
+DEAD_PATH_HOOK = """
+window.__channels = [];
+window.__dead = new WeakSet();
+const createDataChannel = RTCPeerConnection.prototype.createDataChannel;
+RTCPeerConnection.prototype.createDataChannel = function (...options) {
+  const channel = createDataChannel.apply(this, options);
+  window.__channels.push(channel);
+  const send = channel.send.bind(channel);
+  channel.send = (data) => {
+    if (!window.__dead.has(channel)) send(data);
+  };
+  const listen = channel.addEventListener.bind(channel);
+  channel.addEventListener = (type, listener, ...rest) => listen(type, (event) => {
+    if (type !== 'message' || !window.__dead.has(channel)) listener(event);
+  }, ...rest);
+  return channel;
+};
+window.__cutPath = () => {
+  for (const channel of window.__channels) window.__dead.add(channel);
+};
+"""
+CUT_AFTER_FRAMES = 50  # 5 s into the talk
 
 
 def lan_addresses() -> list[str]:
@@ -150,6 +178,49 @@ def test_presenter_streams_over_webrtc(
             f"{live_server}/api/sessions/{session['code']}/transcript", timeout=10
         ).text
         assert normalise(stored) == normalise(hypothesis)
+        assert console_log.errors == [], f"console errors: {console_log.errors}"
+    finally:
+        page.context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.model
+def test_a_webrtc_console_whose_path_dies_without_closing_goes_on_by_itself(
+    webrtc_browser: Browser, console_log: ConsoleLog, live_server: str, fake_audio: FakeAudio
+) -> None:
+    """Five seconds into the talk the path goes dead without a close: nothing more arrives
+    either way on the data channel, and the browser says nothing (its ICE consent check would
+    take about 30 s). The console notices that its pings go unanswered, gives the connection up
+    and connects again by itself; the end of the octave reaches the transcript."""
+    created = create_session(live_server, title="Roaming laptop over WebRTC")
+    page = open_page(webrtc_browser, console_log, **LAPTOP)
+    try:
+        page.add_init_script(DEAD_PATH_HOOK)
+        page.goto(f"{live_server}{created['present_url']}")
+        page.select_option("#transport-select", "webrtc")
+        page.click("#start-button")
+        started = time.monotonic()
+        page.wait_for_function(
+            f"() => window.interpStats.framesSent >= {CUT_AFTER_FRAMES}", timeout=60_000
+        )
+        assert stats(page)["transport"] == "webrtc"
+        page.evaluate("() => window.__cutPath()")
+        cut = time.monotonic()
+        page.wait_for_function("() => window.interpStats.reconnects === 1", timeout=60_000)
+        lost_after = time.monotonic() - cut
+        page.wait_for_function("() => window.interpStats.state === 'live'", timeout=30_000)
+        expect(page.locator("#error")).to_be_hidden()
+        # Given up 10 s after a ping went unanswered (pings every 2.5 s), not at ICE's 30 s.
+        assert lost_after < 15, lost_after
+        assert page.evaluate("() => window.__channels.length") == 2
+        elapsed = time.monotonic() - started
+        page.wait_for_timeout(max(0.0, fake_audio.duration_s + 2 - elapsed) * 1000)
+        page.click("#stop-button")
+        page.wait_for_function("() => window.interpStats.state === 'ended'", timeout=60_000)
+        assert stats(page)["reconnects"] == 1
+        said = transcript(live_server, created["code"])
+        # "sunken" is said 25 s into the octave, after the console connected again.
+        assert "sunken" in normalise(said), said
         assert console_log.errors == [], f"console errors: {console_log.errors}"
     finally:
         page.context.close()

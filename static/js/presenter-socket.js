@@ -13,8 +13,8 @@ import { Heartbeat } from './heartbeat.js';
 
 const PENDING_LIMIT = 50; // frames held before "ready": 5 s of 100 ms frames
 const BUFFERED_LIMIT = 1 << 20; // bytes queued in the socket (about 30 s of audio) before dropping
-const PING_MS = 2500;
-const UNANSWERED_MS = 10_000;
+export const PING_MS = 2500; // the console's pings, over either transport (./presenter-webrtc.js)
+export const UNANSWERED_MS = 10_000;
 
 /** What each close code means to the person at the console (docs/protocol.md). */
 const CLOSE_REASONS = {

@@ -6,8 +6,13 @@
 //
 // No trickle ICE: the offer is sent once the browser has gathered its candidates (host
 // candidates on a LAN; STUN/TURN ones when the server's GET /api/webrtc/config names servers).
+//
+// A path that goes dead is noticed as on the presenter socket (./heartbeat.js): pings on the
+// channel once ready, and one unanswered for UNANSWERED_MS gives the connection up (1006).
+// The browser's own check (ICE consent) takes about 30 s to say "failed".
 
-import { SocketClosedError } from './presenter-socket.js';
+import { Heartbeat } from './heartbeat.js';
+import { PING_MS, SocketClosedError, UNANSWERED_MS } from './presenter-socket.js';
 
 const GATHER_TIMEOUT_MS = 5000; // a STUN/TURN server that does not answer must not block Start
 const STOP_DRAIN_MS = 300; // audio still in flight when the microphone stops
@@ -59,6 +64,12 @@ export class PresenterPeer {
     this.framesDropped = 0;
     this.readyWaiters = null;
     this.endWaiters = null;
+    this.heartbeat = new Heartbeat({
+      periodMs: PING_MS,
+      unansweredMs: UNANSWERED_MS,
+      ping: () => this.#ping(),
+      lost: (reason) => this.#fail(1006, reason),
+    });
   }
 
   /**
@@ -131,6 +142,7 @@ export class PresenterPeer {
     const done = new Promise((resolve, reject) => {
       this.endWaiters = { resolve, reject };
     });
+    this.heartbeat.stop(); // as on the presenter socket: a stop is answered by "ended"
     window.setTimeout(() => {
       if (this.channel && this.channel.readyState === 'open') {
         this.channel.send(JSON.stringify({ type: 'stop' }));
@@ -146,7 +158,14 @@ export class PresenterPeer {
     this.#finish(null, true);
   }
 
+  #ping() {
+    if (this.closed || !this.ready || this.channel.readyState !== 'open') return false;
+    this.channel.send(JSON.stringify({ type: 'ping' }));
+    return true;
+  }
+
   #onMessage(event) {
+    this.heartbeat.heard();
     if (typeof event.data !== 'string') return;
     let message;
     try {
@@ -157,6 +176,7 @@ export class PresenterPeer {
     }
     if (message.type === 'ready') {
       this.ready = true;
+      this.heartbeat.start();
       if (this.readyWaiters) this.readyWaiters.resolve(message);
       this.readyWaiters = null;
     } else if (message.type === 'ended') {
@@ -164,7 +184,7 @@ export class PresenterPeer {
       this.#finish(null);
     } else if (message.type === 'error' && message.code && !('seq' in message)) {
       this.#fail(message.code, message.message || 'stream refused');
-    } else {
+    } else if (message.type !== 'pong') {
       this.onEvent(message);
     }
   }
@@ -178,6 +198,7 @@ export class PresenterPeer {
     if (this.closed) return;
     this.closed = true;
     this.ready = false;
+    this.heartbeat.stop();
     if (this.pc) this.pc.close();
     if (this.readyWaiters) {
       this.readyWaiters.reject(error || new SocketClosedError(1000, 'closed before ready'));

@@ -464,11 +464,12 @@ async def _present(
     return finals
 
 
-async def test_a_bad_data_channel_message_is_answered_and_the_stream_goes_on(
+async def test_the_data_channel_answers_pings_and_bad_messages_and_the_stream_goes_on(
     tmp_path: Path,
 ) -> None:
-    """Text that is not JSON, or JSON nested past the decoder, gets an ``error`` message on
-    the data channel; the stream still ends with ``ended`` when asked to stop."""
+    """A ping gets a pong (the console tells a dead path by the pongs that stop coming); text
+    that is not JSON, or JSON nested past the decoder, gets an ``error`` message on the data
+    channel; the stream still ends with ``ended`` when asked to stop."""
     async with in_process_server(tmp_path) as server:
         session = await new_session(server.url)
         pc = new_peer()
@@ -496,6 +497,12 @@ async def test_a_bad_data_channel_message_is_answered_and_the_stream_goes_on(
                     break
                 await asyncio.sleep(0.1)
             assert kinds.count("error") == 2, kinds
+            channel.send(json.dumps({"type": "ping"}))
+            for _ in range(100):
+                if "pong" in kinds:
+                    break
+                await asyncio.sleep(0.1)
+            assert kinds.count("pong") == 1, kinds
             await asyncio.wait_for(track.done.wait(), 20)
             channel.send(json.dumps({"type": "stop"}))
             await asyncio.wait_for(ended.wait(), 30)
