@@ -66,9 +66,10 @@ SUSPEND = """async () => {
   await contexts[contexts.length - 1].suspend();
 }"""
 
-# What the browser does when the device goes: the track ends and says so.
-UNPLUG = """() => {
-  window.__micRefused = true;
+# What the browser does when the device goes: the track ends and says so. The argument: whether
+# no other microphone can be opened either.
+UNPLUG = """refuse => {
+  window.__micRefused = refuse;
   const track = window.__micStreams[window.__micStreams.length - 1].getAudioTracks()[0];
   track.stop();
   track.dispatchEvent(new Event('ended'));
@@ -172,7 +173,7 @@ def test_an_unplugged_microphone_gives_way_to_another_while_live(
         assert stats(page)["transport"] == transport
         expect(notice).to_be_hidden()
 
-        page.evaluate(UNPLUG)
+        page.evaluate(UNPLUG, True)
         expect(notice).to_contain_text("The microphone was disconnected. Plug it in", timeout=5_000)
         page.wait_for_function("() => window.__micRefusals >= 2", timeout=10_000)  # looked again
         lost: dict[str, Any] = stats(page)

@@ -32,6 +32,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect
 
 from e2e.conftest import CHROMIUM, PHONE, ConsoleLog, open_page, screenshots_dir
+from e2e.test_present_microphone import MICROPHONE_HOOK, UNPLUG
 from tests.data import ENGLISH, SPANISH, SPANISH_ID, fleurs_clip, reference
 from tests.support import create_session, normalise_for_wer
 
@@ -148,6 +149,8 @@ def speak(page: Page, button: str, seconds: float, *, hold: bool = False) -> Non
         arg=before,
     )
 
+
+UNPLUG_AFTER_S = 2.5  # into the sentence: "the squalid quarter of the brothels" comes later
 
 TURN_DONE = """([live, lang]) => window.interpTalk.turns.some(t => t.live === live
     && t.lang === lang && (t.state === 'done' || t.state === 'remote') && t.final
@@ -351,6 +354,53 @@ def test_automatic_detection_puts_each_turn_on_its_speakers_side(
         es.context.close()
     assert en_log.errors == [], en_log.errors
     assert es_log.errors == [], es_log.errors
+
+
+def test_a_headset_lost_mid_turn_gives_way_to_the_phones_microphone(
+    english_phone: Browser, live_server: str, artifacts_dir: Path
+) -> None:
+    """The headset goes during a turn: the phone's own microphone takes over and the turn goes
+    on (the fake device plays its file from the top to each new capture, so the whole sentence
+    is said after the loss). In a second turn no microphone can be had: the turn ends by itself
+    with what was said, and the page says why."""
+    log = ConsoleLog()
+    page = open_page(english_phone, log, **PHONE)
+    try:
+        page.add_init_script(MICROPHONE_HOOK)
+        page.goto(f"{live_server}/talk")
+        start_conversation(page)
+        page.locator("#talk-a").click()
+        page.wait_for_function("() => window.interpTalk.state === 'recording'", timeout=30_000)
+        page.wait_for_timeout(UNPLUG_AFTER_S * 1000)
+        page.evaluate(UNPLUG, False)
+        page.wait_for_timeout(round((wav_seconds(ENGLISH) + SPEAK_MARGIN_S) * 1000))
+        page.locator("#talk-a").click()
+        turn = wait_turn(page, live=True, lang="en")
+        assert page.evaluate("() => window.__micStreams.length") == 2
+        assert "squalid quarter of the brothels" in normalise_for_wer(turn["text"]), turn
+        assert talk_stats(page)["errors"] == []
+
+        page.locator("#talk-a").click()
+        page.wait_for_function("() => window.interpTalk.state === 'recording'", timeout=30_000)
+        page.wait_for_timeout(UNPLUG_AFTER_S * 1000)
+        page.evaluate(UNPLUG, True)
+        page.wait_for_function("() => window.interpTalk.state === 'idle'", timeout=5_000)
+        expect(page.locator("#talk-a")).to_have_attribute("aria-pressed", "false")
+        errors = talk_stats(page)["errors"]
+        assert any(e.startswith("The microphone was disconnected.") for e in errors), errors
+        page.wait_for_function(
+            "() => window.interpTalk.turns.filter(t => t.live).length === 2"
+            " && window.interpTalk.turns.at(-1).state === 'done'",
+            timeout=TURN_TIMEOUT_MS,
+        )
+        cut_short = talk_stats(page)["turns"][-1]
+        # What was said before the loss (the sentence's first words) is kept.
+        assert "nightfall" in normalise_for_wer(cut_short["text"]), cut_short
+        page.screenshot(path=str(artifacts_dir / "talk-headset-lost.png"))
+    finally:
+        log.write(artifacts_dir / "talk-headset-console.txt")
+        page.context.close()
+    assert log.errors == [], log.errors
 
 
 def test_a_link_to_a_missing_or_ended_conversation_says_so(

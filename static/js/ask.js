@@ -1,7 +1,8 @@
 // "Ask": a listener types or speaks a question in their own language (docs/protocol.md,
 // "Panels"). The moderator sees it translated and decides; nobody else sees it until then.
 // A spoken question is recorded here (16 kHz PCM from ./mic-capture.js) and sent whole as
-// `audio/L16`; the server transcribes it.
+// `audio/L16`; the server transcribes it. A microphone lost while recording gives way to the
+// default one, or, where none can be had, what was said is sent.
 
 import { MicCapture } from './mic-capture.js';
 
@@ -75,18 +76,19 @@ export class AskPanel {
     };
   }
 
-  async post(body, contentType, query) {
-    this.say('Sending…');
+  /** Send a question; `note` comes before what the status then says. */
+  async post(body, contentType, query, note = '') {
+    this.say(`${note}Sending…`);
     try {
       const response = await fetch(this.url(query), {
         method: 'POST', headers: this.headers(contentType), body,
       });
       const answer = await response.json().catch(() => ({}));
       if (!response.ok) throw new Error(answer.error || `HTTP ${response.status}`);
-      this.say('Sent. The moderator decides which questions are shown.');
+      this.say(`${note}Sent. The moderator decides which questions are shown.`);
       return true;
     } catch (error) {
-      this.say(`Not sent: ${error.message}`);
+      this.say(`${note}Not sent: ${error.message}`);
       return false;
     }
   }
@@ -101,14 +103,16 @@ export class AskPanel {
 
   async startSpeaking() {
     this.take = new PcmTake();
-    this.mic = new MicCapture({
+    const mic = new MicCapture({
       onFrame: (pcm) => {
         if (!this.take.add(pcm)) this.finishSpeaking();
       },
+      onLost: () => this.onMicrophoneLost(mic),
     });
+    this.mic = mic;
     try {
-      this.mic.prepare();
-      await this.mic.start('');
+      mic.prepare();
+      await mic.start('');
     } catch (error) {
       this.mic = null;
       this.say(`No microphone: ${error.message}`);
@@ -119,7 +123,10 @@ export class AskPanel {
     this.say(`Recording (up to ${MAX_RECORD_S} s)…`);
   }
 
-  async finishSpeaking() {
+  /**
+   * Stop recording and send what was said. `note` comes before what the status then says.
+   */
+  async finishSpeaking(note = '') {
     const mic = this.mic;
     if (!mic) return;
     this.mic = null;
@@ -127,10 +134,25 @@ export class AskPanel {
     this.speak.textContent = 'Speak a question';
     this.speak.setAttribute('aria-pressed', 'false');
     if (this.take.seconds < 0.5) {
-      this.say('Nothing recorded.');
+      this.say(`${note}Nothing recorded.`);
       return;
     }
-    await this.post(this.take.body(), 'audio/L16; rate=16000', `?lang=${encodeURIComponent(this.language())}`);
+    const query = `?lang=${encodeURIComponent(this.language())}`;
+    await this.post(this.take.body(), 'audio/L16; rate=16000', query, note);
+  }
+
+  /**
+   * The microphone went mid-question (a headset unplugged or out of range): the default one
+   * takes over. Where none can be opened, what was said before is sent.
+   */
+  async onMicrophoneLost(mic) {
+    try {
+      await mic.useDevice('');
+    } catch (error) {
+      if (this.mic !== mic) return; // sent or stopped meanwhile
+      console.warn('no microphone to go on with', error);
+      await this.finishSpeaking('The microphone was disconnected. ');
+    }
   }
 
   say(message) {

@@ -3,7 +3,8 @@
 // two is spoken), fed by the microphone (./mic-capture.js). At most one turn is spoken at a
 // time (`active`), and the next stream only opens once the previous one has ended, when all its
 // segments are known (./talk-state.js, "Turns and segments"). Spoken translation held while a
-// turn is spoken is released when it ends (./talk-audio.js). Wired by ./talk.js.
+// turn is spoken is released when it ends (./talk-audio.js). A microphone lost mid-turn gives
+// way to the default one. Wired by ./talk.js.
 
 import { MicCapture, TARGET_RATE } from './mic-capture.js';
 import { PresenterSocket } from './presenter-socket.js';
@@ -71,6 +72,7 @@ export class Turns {
     current.capture = new MicCapture({
       onFrame: (pcm) => current.socket.send(pcm),
       onLevel: ({ rms }) => this.showLevel(current.side, rms),
+      onLost: () => this.onMicrophoneLost(current),
     });
     current.capture.prepare(); // inside the tap: lets its AudioContext run
     this.active = current;
@@ -148,6 +150,21 @@ export class Turns {
     current.turn.error = describeError(error);
     this.onError(current.turn.error);
     this.render();
+  }
+
+  /**
+   * The turn's microphone went (a headset unplugged or out of range): the phone's default one
+   * takes over and the turn goes on. Where none can be opened, the turn ends with what was said
+   * before, and the page says why.
+   */
+  async onMicrophoneLost(current) {
+    try {
+      await current.capture.useDevice('');
+    } catch (error) {
+      if (this.active !== current) return; // the turn ended meanwhile
+      this.end();
+      this.onError(`The microphone was disconnected. ${describeError(error)}`);
+    }
   }
 
   onPresenterEvent(current, event) {
