@@ -4,6 +4,9 @@ refusals answer through the status table of app/errors.py."""
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -11,9 +14,19 @@ from app.api import bearer, json_body, listen_url, services_of, session_or_404
 from app.errors import error
 from engine.refusals import Refused
 
+_GUESS_KEY = secrets.token_bytes(16)
+"""Keys the fingerprints of wrong passcodes (kept in memory, never the passcodes)."""
+
 
 def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
+
+
+def _guess(code: str, passcode: str) -> bytes:
+    """What a wrong guess tried: the same passcode (as checked: stripped) for the same
+    session is the same guess, whoever typed it."""
+    tried = f"{code}\0{passcode.strip()}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(tried, key=_GUESS_KEY, digest_size=16).digest()
 
 
 def _token_reply(code: str, token: str) -> JSONResponse:
@@ -22,8 +35,10 @@ def _token_reply(code: str, token: str) -> JSONResponse:
 
 async def join(request: Request) -> Response:
     """``POST /api/sessions/{code}/join`` ``{"passcode": ...}`` -> ``{"listener_token",
-    "listen_url"}``. A wrong passcode answers 401 and counts against the client address;
-    past ``passcode_guesses_per_minute`` wrong ones every join from it answers 429."""
+    "listen_url"}``. A wrong passcode answers 401 and counts against the client address,
+    once however often it is typed (a venue's attendees share one address, and make the same
+    typos); past ``passcode_guesses_per_minute`` different wrong ones every join from it
+    answers 429."""
     services = services_of(request)
     session = await session_or_404(request)
     if isinstance(session, JSONResponse):
@@ -45,7 +60,7 @@ async def join(request: Request) -> Response:
     try:
         token = await services.engine().access.join(session, passcode)
     except Refused:
-        services.passcode_guesses.allow(client)  # counts the wrong guess
+        services.passcode_guesses.allow(client, _guess(session.code, passcode))
         raise
     return _token_reply(session.code, token)
 
