@@ -218,7 +218,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, object]]:
         metrics = CollectorRegistry()
         services = build_services(settings, backends(settings), PrometheusObserver(metrics))
-        peers = PeerRegistry()
+        peers = PeerRegistry(settings.max_webrtc_listeners)
         send_watch = SendWatch(settings.listener_send_timeout)
         metrics.register(LiveCollector(services))
         store = services.backends.store

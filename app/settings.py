@@ -103,6 +103,10 @@ class Settings:
     max_sessions: int = 200
     max_live_streams: int = 4
     max_listeners_per_session: int = 2000
+    max_webrtc_listeners: int = 200
+    """Listeners' WebRTC peer connections one process holds (each costs a UDP socket, DTLS
+    and an Opus encoder); presenters' are bounded by ``max_live_streams`` instead, so
+    listener offers cannot keep a presenter from starting."""
     session_create_per_minute: int = 30
     """Sessions one client address may create per minute (0: unlimited)."""
     passcode_guesses_per_minute: int = 10
@@ -201,6 +205,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], object]]] = {
     "REDIS_URL": ("redis_url", str),
     "INTERP_MAX_LIVE_STREAMS": ("max_live_streams", int),
     "INTERP_MAX_LISTENERS": ("max_listeners_per_session", int),
+    "INTERP_MAX_WEBRTC_LISTENERS": ("max_webrtc_listeners", int),
     "INTERP_SESSION_RATE": ("session_create_per_minute", int),
     "INTERP_PASSCODE_GUESSES": ("passcode_guesses_per_minute", int),
     "INTERP_RETENTION_DAYS": ("retention_days", float),

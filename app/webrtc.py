@@ -97,8 +97,6 @@ async def offer_endpoint(request: Request) -> Response:
         if session.state == "ended":
             raise OfferError(410, "session has ended")
         directions = audio_directions(offer.sdp)
-        if len(peers_of(request)) >= peers_of(request).limit:
-            raise OfferError(503, "server is at its limit of WebRTC connections")
         if offer.role == "present":
             return await _answer_presenter(request, engine.presenting, session, offer, directions)
         return await _answer_listener(request, engine, session, offer, directions)
@@ -149,7 +147,7 @@ async def _answer_presenter(
         await close_connection(pc)
         raise
     peer = PresenterPeer(pc, session, peers_of(request), presentation)
-    peers_of(request).add(peer)
+    peers_of(request).add(peer, listener=False)
     peer.take_tracks(tracks)
     return await _answer(peer)
 
@@ -169,6 +167,8 @@ async def _answer_listener(
     hub = services.hub
     if hub.listener_count(session.code) >= services.settings.max_listeners_per_session:
         raise OfferError(503, "this session has as many listeners as it allows")
+    if peers_of(request).listeners_full:
+        raise OfferError(503, "server is at its limit of WebRTC listeners")
     pc = new_peer_connection(services.settings)
     tracks: list[MediaStreamTrack] = []
     await _negotiate(pc, offer, tracks)
@@ -176,7 +176,7 @@ async def _answer_listener(
         session.code, frozenset({lang}), hub.last_seq(session.code), counted=True, audio=True
     )
     peer = ListenerPeer(pc, session, peers_of(request), subscription, hub)
-    peers_of(request).add(peer)
+    peers_of(request).add(peer, listener=True)
     for incoming in tracks:  # a sendrecv offer may send audio too: nobody needs it
         peer.spawn(drain_track(incoming), f"webrtc-drain-{session.code}")
     pc.addTrack(peer.track)

@@ -22,8 +22,6 @@ log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 30.0
 """A peer that has not connected this long after its answer is closed (its stream finalised)."""
-MAX_PEERS = 200
-"""Peer connections one process holds (each costs a UDP socket, DTLS and an Opus codec)."""
 
 
 async def close_connection(pc: RTCPeerConnection) -> None:
@@ -104,11 +102,15 @@ class Peer:
 
 
 class PeerRegistry:
-    """Every open peer connection of this process (closed at shutdown)."""
+    """Every open peer connection of this process (closed at shutdown), of which at most
+    ``listener_limit`` are listeners' (``Settings.max_webrtc_listeners``). A presenter's
+    peer is not counted against it: the live-stream limit bounds those, and a listener's
+    offer needs no token on a public session."""
 
-    def __init__(self, limit: int = MAX_PEERS) -> None:
-        self.limit = limit
+    def __init__(self, listener_limit: int) -> None:
+        self.listener_limit = listener_limit
         self._peers: set[Peer] = set()
+        self._listeners: set[Peer] = set()
 
     def __len__(self) -> int:
         return len(self._peers)
@@ -116,11 +118,19 @@ class PeerRegistry:
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(list(self._peers))
 
-    def add(self, peer: Peer) -> None:
+    @property
+    def listeners_full(self) -> bool:
+        """Whether another listener's peer would pass the limit."""
+        return len(self._listeners) >= self.listener_limit
+
+    def add(self, peer: Peer, *, listener: bool) -> None:
         self._peers.add(peer)
+        if listener:
+            self._listeners.add(peer)
 
     def discard(self, peer: Peer) -> None:
         self._peers.discard(peer)
+        self._listeners.discard(peer)
 
     async def close_all(self) -> None:
         await asyncio.gather(*(p.close() for p in list(self._peers)), return_exceptions=True)

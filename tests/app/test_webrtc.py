@@ -237,6 +237,41 @@ async def test_presenter_stream_is_finalised_when_the_connection_closes(tmp_path
         await again.close()
 
 
+async def test_listeners_at_their_limit_keep_no_presenter_from_starting(tmp_path: Path) -> None:
+    """Listeners' peers are limited per process (a listener's offer needs no token on a
+    public session); a presenter's is not counted against that limit, and a listener who
+    leaves frees a place."""
+    async with in_process_server(tmp_path, max_webrtc_listeners=1) as server:
+        session = await new_session(server.url)
+        code = session["code"]
+        listener = new_peer()
+        listener.addTransceiver("audio", direction="recvonly")
+        await connect(listener, server.url, code, role="listen", lang="en")
+        extra = new_peer()
+        extra.addTransceiver("audio", direction="recvonly")
+        await extra.setLocalDescription(await extra.createOffer())
+        offer = {"sdp": extra.localDescription.sdp, "type": "offer", "role": "listen"}
+        refused = await post_offer(server.url, code, {**offer, "lang": "en"})
+        assert refused.status_code == 503, refused.text
+        assert "limit of WebRTC listeners" in refused.json()["error"]
+        await extra.close()
+
+        presenter = new_peer()
+        presenter.addTrack(PcmTrack(tone(0.5, 16000), 16000))
+        await connect(presenter, server.url, code, role="present", token=session["presenter_token"])
+        await presenter.close()
+
+        await listener.close()
+        for _ in range(50):
+            if len(server.state["peers"]) == 0:
+                break
+            await asyncio.sleep(0.1)
+        again = new_peer()
+        again.addTransceiver("audio", direction="recvonly")
+        await connect(again, server.url, code, role="listen", lang="en")
+        await again.close()
+
+
 async def test_a_panel_speaker_streams_over_webrtc_with_their_own_token(tmp_path: Path) -> None:
     """As on the presenter socket: a speaker's token opens a stream, labelled with the
     speaker; an editor's does not (403)."""
