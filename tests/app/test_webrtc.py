@@ -441,10 +441,10 @@ async def test_listener_hears_a_final_translation_that_transcribes_back(
     assert spoken, captions
     translation = " ".join(str(c["text"]) for c in spoken)
     words = len(translation.split())
-    await asyncio.sleep(4.0 + words / 2.5)  # the voice speaks in real time, after the text
+    # The voice speaks in real time, after the text; on a loaded machine it may start late.
+    audio = await _heard_until_quiet(heard, at_least_s=4.0 + words / 2.5)
     follower.cancel()
     await pc.close()
-    audio = heard.audio()
     loud = audio[np.abs(audio) > 500]
     assert loud.size > 48000 * 0.5, "no speech reached the listener"
     # Recognised in real time: faster, the recogniser falls behind and sheds its context
@@ -462,6 +462,25 @@ async def test_listener_hears_a_final_translation_that_transcribes_back(
     got = set(normalise_for_wer(text).split())
     overlap = sum(w in got for w in expected) / max(1, len(expected))
     assert overlap >= 0.7, (text, translation)
+
+
+async def _heard_until_quiet(
+    heard: Collector, at_least_s: float, quiet_s: float = 3.0, timeout_s: float = 120.0
+) -> np.ndarray:
+    """What ``heard`` received once ``at_least_s`` have passed and, after some speech, its
+    last ``quiet_s`` were silent (the voice has finished), or at ``timeout_s``."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    quiet = int(OUT_RATE * quiet_s)
+    while True:
+        audio = heard.audio()
+        tail = audio[-quiet:]
+        spoke = audio.size > quiet and bool(np.any(np.abs(audio[:-quiet]) > 500))
+        done = spoke and tail.size == quiet and not np.any(np.abs(tail) > 500)
+        elapsed = loop.time() - started
+        if (done and elapsed >= at_least_s) or elapsed >= timeout_s:
+            return audio
+        await asyncio.sleep(0.5)
 
 
 async def _follow(url: str, code: str, lang: str, into: list[dict[str, object]]) -> None:
