@@ -54,6 +54,10 @@ COMMANDS: dict[str, Command] = {
         "bench.latejoin",
         "a session an hour in, N listeners joining at once: backfill time, delay for the rest",
     ),
+    "latejoin-pages": Command(
+        "bench.latejoin_pages",
+        "a session hours in, opened in Chromium: time until the phone, screen, console draw it",
+    ),
     "churn": Command(
         "bench.churn",
         "many short sessions one after another: server memory and open files, start to end",

@@ -78,6 +78,8 @@ STEPS: tuple[Step, ...] = (
     Step("fuzz", ("fuzz",), "malformed input on every route, socket and offer: no 500s"),
     Step("webrtc", ("webrtc",), "WebRTC versus WebSocket"),
     Step("screen", ("screen",), "the venue screen's subtitles; listeners with a slow push"),
+    Step("latejoin", ("latejoin",), "listeners joining an hour in, all at once"),
+    Step("latejoin-pages", ("latejoin-pages",), "late joiners' pages drawing hours of lines"),
     Step("peer", ("peer",), "side by side with WhisperLiveKit (needs .venv-peer)"),
     Step("load", ("load",), "presenters with and without 1000 listeners, some stalled"),
 )

@@ -41,9 +41,10 @@ from engine.store.sqlite import SqliteSessionStore
 WORDS = "and so the committee agreed that the budget for the next quarter would grow".split()
 
 
-def seed(data_dir: Path, segments: int) -> str:
+def seed(data_dir: Path, segments: int, presenter_token: str | None = None) -> str:
     """A live session in ``data_dir``'s store with ``segments`` English finals and their
-    Spanish, three seconds of audio a segment; its code."""
+    Spanish, three seconds of audio a segment, whose presenter token is ``presenter_token``
+    (a new one nobody knows if None); its code."""
     code = new_code()
     began = time.time() - 3.0 * segments
     with SqliteSessionStore(data_dir / "sessions.sqlite3") as store:
@@ -53,7 +54,7 @@ def seed(data_dir: Path, segments: int) -> str:
             "Plenary",
             "en",
             ("es",),
-            hash_token(new_token()),
+            hash_token(presenter_token or new_token()),
             "live",
             began,
         )

@@ -31,7 +31,9 @@ export class CaptionView {
     this.jumpButton = jumpButton;
     this.lines = new Map(); // key -> {element, row, stable, tail, seq, final}
     this.rows = new Map(); // segment -> row element
+    this.lastSegment = -Infinity; // the newest segment with a row (rows are in segment order)
     this.following = true;
+    this.scrollFrame = null; // the animation frame that will scroll to the newest line
     container.addEventListener('scroll', () => this.#onScroll(), { passive: true });
     // The box itself can shrink or grow (text size, a rotated phone, a banner appearing): stay
     // on the newest line if the reader was following it.
@@ -62,6 +64,7 @@ export class CaptionView {
     for (const row of this.rows.values()) row.remove();
     this.rows.clear();
     this.lines.clear();
+    this.lastSegment = -Infinity;
   }
 
   /**
@@ -172,15 +175,21 @@ export class CaptionView {
   #row(segment) {
     const existing = this.rows.get(segment);
     if (existing) return existing;
-    for (const placeholder of this.container.querySelectorAll('.captions-empty')) placeholder.remove();
+    if (this.rows.size === 0) {
+      for (const placeholder of this.container.querySelectorAll('.captions-empty')) placeholder.remove();
+    }
     const row = document.createElement('div');
     row.className = 'caption-row';
     row.dataset.segment = String(segment);
-    // Keep segment order even if an event for an earlier segment arrives late.
+    // Keep segment order even if an event for an earlier segment arrives late; the newest
+    // segment (nearly always, and every line of a backfill) goes last without a search.
     let next = null;
-    for (const [other, element] of this.rows) {
-      if (other > segment && (next === null || other < Number(next.dataset.segment))) next = element;
+    if (segment < this.lastSegment) {
+      for (const [other, element] of this.rows) {
+        if (other > segment && (next === null || other < Number(next.dataset.segment))) next = element;
+      }
     }
+    this.lastSegment = Math.max(this.lastSegment, segment);
     // Inserted empty, then filled: observers see the caption line itself being added.
     this.container.insertBefore(row, next);
     this.rows.set(segment, row);
@@ -202,7 +211,14 @@ export class CaptionView {
   }
 
   #afterChange() {
-    if (this.following) this.container.scrollTop = this.container.scrollHeight;
+    // Scrolled once per frame: reading scrollHeight lays the page out, and a backfill of an
+    // hour's lines laid it out once per line (the time grew with the square of the lines).
+    if (this.following && this.scrollFrame === null) {
+      this.scrollFrame = window.requestAnimationFrame(() => {
+        this.scrollFrame = null;
+        if (this.following) this.container.scrollTop = this.container.scrollHeight;
+      });
+    }
     this.#updateJumpButton();
   }
 

@@ -48,6 +48,7 @@ export class SubtitleView {
     this.frozen = new Map(); // line id -> its text once it was no longer the last line
     this.pending = new Map(); // final key -> when it reached the page (performance.now)
     this.timer = null;
+    this.frame = null; // the animation frame that will draw what apply() took
     this.stats = stats || newStats();
     container.classList.add('subtitles');
     if (hidden) container.setAttribute('aria-hidden', 'true');
@@ -67,7 +68,10 @@ export class SubtitleView {
     return this.state.lang;
   }
 
-  /** Apply one server event; draws at once. Returns what changed (see SubtitleState.apply). */
+  /** Apply one server event; draws it in the next animation frame, with every other event
+   * taken before that frame (a late joiner's backfill of an hour's lines is drawn once, not
+   * once per line: drawing the whole history each time grew with the square of the lines).
+   * Returns what changed (see SubtitleState.apply). */
   apply(event, receivedAt = performance.now()) {
     const kind = this.state.apply(event, receivedAt);
     if (kind === null) return null;
@@ -78,7 +82,12 @@ export class SubtitleView {
     } else {
       this.stats.drafts += 1;
     }
-    this.render();
+    if (this.frame === null) {
+      this.frame = window.requestAnimationFrame(() => {
+        this.frame = null;
+        this.render();
+      });
+    }
     return kind;
   }
 
@@ -86,6 +95,8 @@ export class SubtitleView {
   render() {
     window.clearTimeout(this.timer);
     this.timer = null;
+    window.cancelAnimationFrame(this.frame);
+    this.frame = null;
     const now = performance.now();
     const { lines, nextChangeAt } = this.state.view(now);
     this.#draw(lines);
@@ -112,6 +123,8 @@ export class SubtitleView {
   /** Remove every line and stop (the view is replaced, e.g. on a language switch). */
   destroy() {
     window.clearTimeout(this.timer);
+    window.cancelAnimationFrame(this.frame);
+    this.frame = null;
     for (const element of this.elements.values()) element.remove();
     this.elements.clear();
   }
