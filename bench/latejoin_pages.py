@@ -38,6 +38,11 @@ CHROMIUM = "/usr/bin/chromium"
 PAGE_TIMEOUT_S = 600.0
 
 
+def subtitles_hold(segments: int) -> str:
+    """Whether a subtitle page (the phone's, the screen's) holds ``segments`` finals."""
+    return f"window.interpSubtitles && window.interpSubtitles.finals >= {segments}"
+
+
 def drawn(held: str) -> str:
     """A page function that resolves once ``held`` (a JavaScript expression: every final
     held) is true, then two animation frames later: the second comes after the first drew."""
@@ -127,13 +132,13 @@ async def run_round(segments: int, chromium: str, log: Path) -> PageTimes:
                     phone = await _time_page(
                         browser,
                         f"{base}/s/{code}?lang=es",
-                        f"window.interpSubtitles && window.interpSubtitles.finals >= {segments}",
+                        subtitles_hold(segments),
                         {"width": 390, "height": 844},
                     )
                     screen = await _time_page(
                         browser,
                         f"{base}/s/{code}/screen?lang=es",
-                        f"window.interpSubtitles && window.interpSubtitles.finals >= {segments}",
+                        subtitles_hold(segments),
                         {"width": 1920, "height": 1080},
                     )
                     console = await _time_console(

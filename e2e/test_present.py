@@ -82,6 +82,25 @@ def transcript(server: str, code: str) -> str:
     return httpx.get(f"{server}/api/sessions/{code}/transcript?format=txt", timeout=10).text
 
 
+def reconnected_after(page: Page, since: float) -> float:
+    """Seconds from ``since`` (``time.monotonic()``) until the console had given its stream up
+    and opened it again by itself; it is live again, with no error shown."""
+    page.wait_for_function("() => window.interpStats.reconnects === 1", timeout=60_000)
+    seconds = time.monotonic() - since
+    page.wait_for_function("() => window.interpStats.state === 'live'", timeout=30_000)
+    expect(page.locator("#error")).to_be_hidden()
+    return seconds
+
+
+def finish_the_octave(page: Page, server: str, code: str, audio: FakeAudio, started: float) -> str:
+    """Let the fake microphone play the octave to its end (counted from ``started``), press
+    Stop and wait until the stream ended; the session's transcript."""
+    page.wait_for_timeout(max(0.0, audio.duration_s + 2 - (time.monotonic() - started)) * 1000)
+    page.click("#stop-button")
+    page.wait_for_function("() => window.interpStats.state === 'ended'", timeout=60_000)
+    return transcript(server, code)
+
+
 def stats(page: Page) -> dict[str, Any]:
     """The console's window.interpStats."""
     result: dict[str, Any] = page.evaluate("() => JSON.parse(JSON.stringify(window.interpStats))")
@@ -341,17 +360,11 @@ def test_a_console_whose_connection_dies_without_closing_goes_on_by_itself(
     expect(page.locator("#start-button")).to_be_enabled()
     page.click("#start-button")
     started = time.monotonic()
-    page.wait_for_function("() => window.interpStats.reconnects === 1", timeout=60_000)
-    lost_after = time.monotonic() - started
-    page.wait_for_function("() => window.interpStats.state === 'live'", timeout=30_000)
-    expect(page.locator("#error")).to_be_hidden()
+    lost_after = reconnected_after(page, started)
     # Given up 10 s after the last message (pings every 2.5 s), not at a TCP timeout.
     assert lost_after < DROP_AFTER_FRAMES * FRAME_MS / 1000 + 20, lost_after
-    page.wait_for_timeout(max(0.0, fake_audio.duration_s + 2 - (time.monotonic() - started)) * 1000)
-    page.click("#stop-button")
-    page.wait_for_function("() => window.interpStats.state === 'ended'", timeout=60_000)
+    said = finish_the_octave(page, live_server, created["code"], fake_audio, started)
     assert stats(page)["reconnects"] == 1 and len(connections) >= 2
-    said = transcript(live_server, created["code"])
     # "sunken" is said 25 s into the octave, after the console reconnected.
     assert "sunken" in normalise(said), said
     assert console_log.errors == [], f"console errors: {console_log.errors}"
