@@ -40,16 +40,19 @@ from tests.support import create_session
 
 WEBRTC_FLAGS = ["--disable-features=WebRtcHideLocalIpsWithMdns"]
 
-# Playwright's init script: `__cutPath()` makes every data channel opened so far a dead path,
-# as when the laptop roams to another access point: nothing it sends arrives, nothing for it
-# is delivered, and the browser says nothing. Channels opened later work.
+# Playwright's init script: `__cutPath()` makes every connection opened so far a dead path, as
+# when the laptop roams to another access point: nothing sent on its data channel arrives,
+# nothing for it is delivered, its audio stops, and the browser says nothing. Connections
+# opened later work.
 DEAD_PATH_HOOK = """
 window.__channels = [];
+window.__peers = [];
 window.__dead = new WeakSet();
 const createDataChannel = RTCPeerConnection.prototype.createDataChannel;
 RTCPeerConnection.prototype.createDataChannel = function (...options) {
   const channel = createDataChannel.apply(this, options);
   window.__channels.push(channel);
+  window.__peers.push(this);
   const send = channel.send.bind(channel);
   channel.send = (data) => {
     if (!window.__dead.has(channel)) send(data);
@@ -62,6 +65,10 @@ RTCPeerConnection.prototype.createDataChannel = function (...options) {
 };
 window.__cutPath = () => {
   for (const channel of window.__channels) window.__dead.add(channel);
+  // Nor does the microphone's audio arrive any more, as on a real dead path.
+  for (const peer of window.__peers) {
+    for (const sender of peer.getSenders()) sender.replaceTrack(null);
+  }
 };
 """
 CUT_AFTER_FRAMES = 50  # 5 s into the talk
