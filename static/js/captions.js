@@ -11,6 +11,8 @@
 // line above it shows (bilingual view) or not. The view follows the newest caption while the
 // reader is at the bottom; scrolling up pauses that and shows the optional "jump to live" button.
 
+import { markLanguage } from './text-direction.js';
+
 const FOLLOW_SLACK_PX = 48;
 
 export class CaptionView {
@@ -155,7 +157,7 @@ export class CaptionView {
     element.dataset.segment = String(event.segment);
     element.dataset.lang = event.lang;
     if (typeof event.start === 'number') element.dataset.start = String(event.start);
-    element.lang = event.lang;
+    markLanguage(element, event.lang);
     const stable = document.createElement('span');
     stable.className = 'caption-stable';
     const tail = document.createElement('span');

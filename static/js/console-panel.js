@@ -5,6 +5,7 @@
 // beyond what the server returns.
 
 import { callApi as call, sessionApi as api } from './session-api.js';
+import { markLanguage } from './text-direction.js';
 
 /** Who this console's token is: `{role: "presenter"|"speaker", speaker: {id, name, language, live}}`. */
 export async function whoAmI(code, token) {
@@ -124,11 +125,12 @@ export class QuestionQueue {
     item.className = 'question';
     const text = document.createElement('p');
     text.textContent = question.text;
-    text.lang = question.lang;
+    markLanguage(text, question.lang);
     item.append(text);
     if (question.translation) {
       const translation = document.createElement('p');
       translation.className = 'question-translation';
+      translation.dir = 'auto'; // in the session's language, not named here
       translation.textContent = question.translation;
       item.append(translation);
     }

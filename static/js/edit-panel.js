@@ -11,6 +11,7 @@
 
 import { EditState, formatTerms, parseTerms } from './edit-state.js';
 import { ListenerSocket } from './listener-socket.js';
+import { markLanguage } from './text-direction.js';
 
 /**
  * @param {HTMLElement} root the panel (holds #edit-lines, #edit-terms, ...)
@@ -65,6 +66,7 @@ export function mountEditPanel(root, { code, language, token, start = true }) {
     item.dataset.segment = String(segment);
     const text = document.createElement('span');
     text.className = 'edit-text';
+    markLanguage(text, language); // and the field that fixes it, inside
     item.append(text);
     const order = state.order();
     const after = order.slice(order.indexOf(segment) + 1);

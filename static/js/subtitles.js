@@ -17,6 +17,7 @@
 
 import { setText } from './set-text.js';
 import { SubtitleState } from './subtitle-state.js';
+import { markLanguage } from './text-direction.js';
 
 const FOLLOW_SLACK_PX = 48;
 const ANNOUNCED_KEPT = 30;
@@ -52,7 +53,7 @@ export class SubtitleView {
     this.stats = stats || newStats();
     container.classList.add('subtitles');
     if (hidden) container.setAttribute('aria-hidden', 'true');
-    container.lang = lang;
+    markLanguage(container, lang);
     if (scroll) {
       container.addEventListener('scroll', () => this.#onScroll(), { passive: true });
       if (jumpButton) jumpButton.addEventListener('click', () => this.jumpToLive());

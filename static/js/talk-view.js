@@ -6,6 +6,7 @@
 import { setText } from './set-text.js';
 import { isOpen } from './talk-state.js';
 import { words, wordsLang } from './talk-words.js';
+import { markLanguage } from './text-direction.js';
 
 export const SIDES = ['a', 'b'];
 
@@ -147,7 +148,7 @@ export class TalkView {
     const text = original ? turn.text : turn.translation;
     const line = document.createElement('p');
     line.className = 'talk-latest-text';
-    line.lang = lang;
+    markLanguage(line, lang);
     line.dataset.kind = original ? 'original' : 'translation';
     line.dataset.state = original ? (turn.final ? 'final' : 'draft')
       : (turn.translationFinal ? 'final' : 'draft');
@@ -155,7 +156,7 @@ export class TalkView {
       line.textContent = text;
     } else {
       line.dataset.placeholder = '1';
-      line.lang = wordsLang(lang);
+      markLanguage(line, wordsLang(lang));
       line.textContent = turn.state === 'recording' || turn.state === 'connecting'
         ? w.listening : (turn.state === 'failed' ? '—' : w.translating);
     }
@@ -188,10 +189,10 @@ export class TalkView {
       ? `${nameOf(turn.lang)} → ${turn.translationLang ? nameOf(turn.translationLang) : '?'}`
       : 'Detecting the language…';
     setText(meta, `${formatTime(turn.startedAt)} · ${direction}${turn.state === 'failed' ? ' · failed' : ''}`);
-    original.lang = turn.lang || '';
+    markLanguage(original, turn.lang);
     original.dataset.state = turn.final ? 'final' : 'draft';
     setText(original, turn.text || (isOpen(turn) ? '…' : ''));
-    translation.lang = turn.translationLang || '';
+    markLanguage(translation, turn.translationLang);
     translation.dataset.state = turn.translationFinal ? 'final' : 'draft';
     setText(translation, turn.translation);
     return item;
