@@ -311,8 +311,8 @@ def background(tmp_path: Path) -> Iterator[Background]:
     stop = asyncio.Event()
 
     async def serve() -> None:
-        # Arabic too: a session spoken in a language written right to left.
-        models = {"en": "fake", "ar": "fake"}
+        # Arabic and Japanese too: scripts written right to left, and without spaces.
+        models = {"en": "fake", "ar": "fake", "ja": "fake"}
         async with in_process_server(tmp_path, apertium=True, asr_models=models) as server:
             started.set_result(server)
             await stop.wait()

@@ -370,3 +370,53 @@ def test_a_phone_whose_connection_dies_without_closing_reconnects_by_itself(
     assert "since=" in sockets[1].url and "since=0" not in sockets[1].url
     phone.context.close()
     assert log.errors == [], log.errors
+
+
+# A Japanese presenter's finals: no spaces between words, each character two columns wide.
+JAPANESE = [
+    "皆さん、おはようございます。本日の会議へようこそ。",
+    "今日は会社の過去一年間の業績と今後の計画についてお話しします。",
+    "まず最初に、財務部長から「昨年の売上」について説明します。",
+]
+
+
+def test_a_japanese_presenters_captions_fit_the_screen_and_keep_their_words_together(
+    browser: Browser, background: Background
+) -> None:
+    """Text without spaces was cut every 42 characters, twice the width a screen line has for
+    kanji and kana, wherever that fell ("お話ししま" / "す。"), and a space put between the
+    pieces. Lines now hold 42 columns (a kanji takes two) and break between words, after a
+    full stop where one is near, and the text reads as it was said."""
+    created = background.create(title="Kaigi", source_language="ja", target_languages=[])
+    code = created["code"]
+    session = background.session(code)
+    log = ConsoleLog()
+    screen = open_page(browser, log, viewport={"width": 1920, "height": 1080})
+    phone = open_page(browser, log, viewport={"width": 390, "height": 844}, is_mobile=True)
+    screen.goto(f"{background.server.url}/s/{code}/screen")
+    phone.goto(f"{background.server.url}/s/{code}")
+    for page in (screen, phone):
+        page.wait_for_function("() => window.interpStats && window.interpStats.connected")
+    script = [
+        Caption(i, "ja", True, "final", text, 4 * i, 4 * i + 3.5)  # type: ignore[arg-type]
+        for i, text in enumerate(JAPANESE)
+    ]
+    background.say(session, script)
+    for page in (screen, phone):
+        expect(page.locator(".caption-line").last).to_contain_text("説明します。", timeout=20_000)
+    said = "".join(JAPANESE)
+    phone_lines = phone.evaluate(
+        "() => [...document.querySelectorAll('.caption-line')].map((el) => el.textContent)"
+    )
+    assert "".join(phone_lines) == said, phone_lines
+    # The screen shows the newest three lines, none wider than 42 columns, none broken
+    # inside "お話しします" or before a closing mark.
+    screen_lines = screen.evaluate(LINES)
+    assert said.endswith("".join(line["text"] for line in screen_lines)), screen_lines
+    assert screen.evaluate("() => window.interpSubtitles.longestLine") <= 42
+    for line in screen_lines + [{"text": text} for text in phone_lines]:
+        assert line["text"][0] not in "、。」" and line["text"][-1] != "「", line
+        assert "お話ししま" not in line["text"] or "お話しします" in line["text"], line
+    for page in (screen, phone):
+        page.context.close()
+    assert log.errors == [], log.errors

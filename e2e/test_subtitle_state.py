@@ -77,6 +77,62 @@ def test_lines_fit_and_break_at_phrase_boundaries(module: Page) -> None:
     assert evaluate(module, "() => S.breakLines('', 42)") == []
 
 
+# A Japanese and a Chinese presenter's finals (no spaces between words), and a Korean one's
+# (spaces between words, each syllable as wide as a kanji).
+JAPANESE = (
+    "皆さん、おはようございます。本日の会議へようこそ。今日は会社の過去一年間の業績と"
+    "今後の計画についてお話しします。まず最初に、財務部長から「昨年の売上」について説明します。"
+)
+CHINESE = (
+    "大家好，欢迎来到今天的会议。我们今天要讨论的是公司在过去一年里的财务表现以及未来的发展计划。"
+)
+KOREAN = (
+    "여러분 안녕하세요. 오늘 회의에 오신 것을 환영합니다. 먼저 지난해 실적에 대해 말씀드리겠습니다."
+)
+# Characters a Japanese or Chinese line must not start with (closing marks, small kana) or
+# end with (opening marks).
+NO_START = set("、。，．・：；？！）」』】〕〉》”’ーぁぃぅぇぉっゃゅょァィゥェォッャュョ…")
+NO_END = set("（「『【〔〈《“‘")
+
+
+def width(text: str) -> int:
+    """Columns a line takes: a kanji, kana or hangul syllable takes two, as on screen."""
+    return sum(2 if ord(c) > 0x2E7F else 1 for c in text)
+
+
+@pytest.mark.parametrize("text", [JAPANESE, CHINESE], ids=["ja", "zh"])
+def test_text_without_spaces_breaks_between_characters_and_fits_by_width(
+    module: Page, text: str
+) -> None:
+    """A kanji is about twice as wide as a Latin letter, so a line holds about 21 of them
+    (42 columns; subtitle guides ask 13-16 a line for Japanese and Chinese, on narrower
+    screens). A line breaks between any two characters, never before a closing mark or after
+    an opening one, preferably after a full stop or comma, and no space is ever added."""
+    lines: list[str] = evaluate(module, "(text) => S.breakLines(text)", text)
+    assert len(lines) > 1, lines
+    assert all(width(line) <= 42 for line in lines), lines
+    assert "".join(lines) == text, lines
+    assert not any(" " in line for line in lines), lines
+    for line in lines:
+        assert line[0] not in NO_START and line[-1] not in NO_END, lines
+    # Most lines end at a full stop or a comma.
+    assert sum(1 for line in lines if line[-1] in "。，、") >= len(lines) - 2, lines
+    # A draft on its own line shows its newest characters, as many as fit, without spaces.
+    view = evaluate(
+        module,
+        "([said, text]) => run([cap(0, 'final', said), cap(1, 'draft', text)]).last",
+        ["皆さん、おはようございます。", text],
+    )
+    draft = view["lines"][-1]["draft"]
+    assert draft and text.endswith(draft) and width(draft) <= 42, view
+
+
+def test_korean_keeps_its_spaces_and_fits_by_width(module: Page) -> None:
+    lines: list[str] = evaluate(module, "(text) => S.breakLines(text)", KOREAN)
+    assert all(width(line) <= 42 for line in lines), lines
+    assert " ".join(lines) == KOREAN, lines
+
+
 def test_roll_up_keeps_lines_that_moved_up_and_drafts_on_the_last_line(module: Page) -> None:
     result = evaluate(
         module,

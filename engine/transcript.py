@@ -1,7 +1,8 @@
 """Transcript exports: the final captions of one language as TXT, SRT, WebVTT or JSON.
 
-Subtitle cues follow broadcast conventions: at most :data:`MAX_LINE_CHARS` characters a line
-and two lines a cue; a longer segment becomes several cues sharing its time in proportion to
+Subtitle cues follow broadcast conventions: at most :data:`MAX_LINE_CHARS` columns a line (a
+kanji or kana takes two; engine/line_width.py says where Japanese and Chinese break) and two
+lines a cue; a longer segment becomes several cues sharing its time in proportion to
 their characters. Cue times never go backwards, never overlap, and every cue lasts at least
 :data:`MIN_CUE_MS`, whatever timings the captions carry.
 
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from engine import line_width
 from engine.events import Caption
 
 Format = Literal["txt", "srt", "vtt", "json"]
@@ -238,17 +240,17 @@ def _share_time(start: int, end: int, weights: list[int]) -> list[tuple[int, int
 
 
 def _cue_chunks(text: str) -> list[tuple[str, ...]]:
-    """``text`` (non-empty, one line) as cues of at most 2 lines of at most 42 characters.
+    """``text`` (non-empty, one line) as cues of at most 2 lines of at most 42 columns.
 
     As few cues as greedy filling needs, with the words spread evenly over them (so a long
     segment does not end in a short leftover cue).
     """
-    words = _words(text)
+    words = line_width.words(text, MAX_LINE_CHARS)
     chunks = _fill(words, limit=None)
     if len(chunks) > 1:
         # The smallest per-cue character limit that still needs no more cues than greedy
         # filling: fewer cues can only come from a larger limit, so bisect.
-        low, high = len(text) // len(chunks), len(text)
+        low, high = line_width.width(text) // len(chunks), line_width.width(text)
         while low < high:
             middle = (low + high) // 2
             if len(_fill(words, limit=middle)) <= len(chunks):
@@ -266,7 +268,7 @@ def _fill(words: list[str], limit: int | None) -> list[list[str]]:
     current: list[str] = []
     for word in words:
         candidate = [*current, word]
-        too_long = limit is not None and len(" ".join(candidate)) > limit
+        too_long = limit is not None and line_width.width(line_width.join(candidate)) > limit
         if current and (too_long or len(_wrap(candidate)) > MAX_CUE_LINES):
             chunks.append(current)
             candidate = [word]
@@ -282,8 +284,8 @@ def _wrap(words: list[str]) -> list[str]:
     for word in words:
         if not current:
             current = word
-        elif len(current) + 1 + len(word) <= MAX_LINE_CHARS:
-            current += " " + word
+        elif line_width.width(line_width.join([current, word])) <= MAX_LINE_CHARS:
+            current = line_width.join([current, word])
         else:
             lines.append(current)
             current = word
@@ -292,39 +294,18 @@ def _wrap(words: list[str]) -> list[str]:
     return lines
 
 
-def _words(text: str) -> list[str]:
-    """Words of ``text``; a word over :data:`MAX_LINE_CHARS` (a URL, a run of CJK text) is cut
-    into pieces of about equal length that fit in a line.
-
-    A cut never separates a combining mark from the character it modifies (unless one
-    character carries more than a line's worth of marks).
-    """
-    words: list[str] = []
-    for word in text.split(" "):
-        while len(word) > MAX_LINE_CHARS:
-            pieces = -(-len(word) // MAX_LINE_CHARS)
-            cut = -(-len(word) // pieces)
-            base = cut
-            while base > 0 and unicodedata.combining(word[base]):
-                base -= 1
-            cut = base or cut
-            words.append(word[:cut])
-            word = word[cut:]
-        words.append(word)
-    return words
-
-
 def _balance(words: list[str]) -> tuple[str, ...]:
     """One line if the words fit in one, else two lines as even in length as possible."""
-    whole = " ".join(words)
-    if len(whole) <= MAX_LINE_CHARS or len(words) == 1:
+    whole = line_width.join(words)
+    if line_width.width(whole) <= MAX_LINE_CHARS or len(words) == 1:
         return (whole,)
     best: tuple[str, str] | None = None
     for k in range(1, len(words)):
-        first, second = " ".join(words[:k]), " ".join(words[k:])
-        if len(first) > MAX_LINE_CHARS or len(second) > MAX_LINE_CHARS:
+        first, second = line_width.join(words[:k]), line_width.join(words[k:])
+        longer = max(line_width.width(first), line_width.width(second))
+        if longer > MAX_LINE_CHARS:
             continue
-        if best is None or max(len(first), len(second)) < max(map(len, best)):
+        if best is None or longer < max(map(line_width.width, best)):
             best = (first, second)
     if best is None:  # unreachable: _fill only makes groups that wrap into two lines
         raise AssertionError(f"cannot fit {whole!r} in two lines")

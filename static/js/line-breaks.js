@@ -1,8 +1,15 @@
 // Where a subtitle line may break, as pure text rules: a line holds at most `maxChars`
-// characters (a speaker's name label included) and breaks at a phrase boundary where one is
+// columns (a speaker's name label included) and breaks at a phrase boundary where one is
 // near: after a sentence end, after a comma or colon, before a conjunction or preposition,
 // never right after an article. Used by ./subtitle-state.js, which lays captions into lines;
 // tested through it in real Chromium (e2e/test_subtitle_state.py).
+//
+// Columns: a Latin letter takes one, a kanji, kana or hangul syllable two (about as wide on
+// screen), so a line holds about 21 of them. Japanese and Chinese put no spaces between
+// words: their text breaks between words as the browser's dictionary finds them
+// (`Intl.Segmenter`; else between any two characters), never before a closing mark or small
+// kana nor after an opening mark, and no space is put between two words where either side is
+// such a character. Korean keeps its spaces.
 
 export const MAX_CHARS = 42;
 
@@ -45,25 +52,105 @@ export function breakScore(before, after) {
   return 1;
 }
 
-/** Words of `text`; a word longer than `maxChars` (a URL, a run of CJK text) is cut into pieces. */
+// Scripts written without spaces between words, and the wide characters among all scripts.
+const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u3000-\u303f\uff01-\uff60]/u;
+const WIDE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff01-\uff60\uffe0-\uffe6]/u;
+// No line starts with these (they close what comes before) nor ends with the openers.
+const NO_LINE_START = new Set('、。，．・：；？！）」』】〕〉》”’ーぁぃぅぇぉっゃゅょゎァィゥェォッャュョヮヵヶ…‥'
+  + '.,;:!?)]}%');
+const NO_LINE_END = new Set('（「『【〔〈《“‘([{');
+
+/** Columns `text` takes on a line. */
+export function textWidth(text) {
+  let width = 0;
+  for (const char of String(text)) width += WIDE.test(char) ? 2 : 1;
+  return width;
+}
+
+/** Whether two words written one after the other take a space between them. */
+export function spaced(before, after) {
+  return !UNSPACED.test([...before].pop() || '') && !UNSPACED.test([...after][0] || '');
+}
+
+/** `list` of words as the text of one line. */
+export function joinWords(list) {
+  let text = '';
+  list.forEach((word, i) => {
+    text += i > 0 && spaced(list[i - 1], word) ? ` ${word}` : word;
+  });
+  return text;
+}
+
+// Word boundaries in text without spaces (ICU's dictionary, in every current browser); where
+// there is none, each character is a word.
+const SEGMENTER = typeof Intl.Segmenter === 'function'
+  ? new Intl.Segmenter(undefined, { granularity: 'word' }) : null;
+
+function segments(piece) {
+  if (SEGMENTER) return Array.from(SEGMENTER.segment(piece), (s) => s.segment);
+  return [...piece];
+}
+
+/** A piece of text without spaces as words (a dictionary's, else each character), with the
+ * marks that may not be parted from them: a closing mark or small kana stays with the word
+ * before it, an opening mark with the word after it. */
+function splitUnspaced(piece) {
+  const pieces = [];
+  let opening = '';
+  for (const segment of segments(piece)) {
+    const last = pieces.length - 1;
+    const first = [...segment][0];
+    if ([...segment].every((char) => NO_LINE_END.has(char))) {
+      opening += segment;
+    } else if (last >= 0 && opening === '' && NO_LINE_START.has(first)) {
+      pieces[last] += segment;
+    } else {
+      pieces.push(opening + segment);
+      opening = '';
+    }
+  }
+  if (opening) {
+    if (pieces.length) pieces[pieces.length - 1] += opening;
+    else pieces.push(opening);
+  }
+  return pieces;
+}
+
+/** Cut `word` into pieces of at most `maxChars` columns. */
+function cut(word, maxChars) {
+  const pieces = [''];
+  for (const char of word) {
+    if (pieces[pieces.length - 1] && textWidth(pieces[pieces.length - 1] + char) > maxChars) {
+      pieces.push('');
+    }
+    pieces[pieces.length - 1] += char;
+  }
+  return pieces;
+}
+
+/** Words of `text`; text without spaces (Japanese, Chinese) is cut between its characters, and
+ * a word wider than `maxChars` (a URL) into pieces. */
 export function words(text, maxChars = MAX_CHARS) {
   const result = [];
-  for (const word of String(text || '').split(/\s+/u)) {
-    if (!word) continue;
-    const chars = [...word];
-    for (let i = 0; i < chars.length; i += maxChars) result.push(chars.slice(i, i + maxChars).join(''));
+  for (const piece of String(text || '').split(/\s+/u)) {
+    if (!piece) continue;
+    const parts = UNSPACED.test(piece) ? splitUnspaced(piece) : [piece];
+    for (const part of parts) result.push(...cut(part, maxChars));
   }
   return result;
 }
 
+/** Columns the words `list[from .. to)` (tokens `{w}`) take on one line. */
 export function joinedLength(list, from = 0, to = list.length) {
   let length = 0;
-  for (let i = from; i < to; i += 1) length += [...list[i].w].length + (i > from ? 1 : 0);
+  for (let i = from; i < to; i += 1) {
+    length += textWidth(list[i].w) + (i > from && spaced(list[i - 1].w, list[i].w) ? 1 : 0);
+  }
   return length;
 }
 
 export function labelLength(line) {
-  return line.label ? [...line.label].length + 2 : 0; // "Name: "
+  return line.label ? textWidth(line.label) + 2 : 0; // "Name: "
 }
 
 /**
@@ -90,5 +177,5 @@ export function newestThatFit(tokens, room) {
   let start = tokens.length - 1;
   if (start < 0) return '';
   while (start > 0 && joinedLength(tokens, start - 1) <= room) start -= 1;
-  return tokens.slice(start).map((t) => t.w).join(' ');
+  return joinWords(tokens.slice(start).map((t) => t.w));
 }

@@ -4,10 +4,12 @@
 // (e2e/test_subtitle_state.py).
 //
 // Rules (docs/protocol.md for the events):
-// - Lines hold at most `maxChars` characters (42 by default, for Latin scripts), a speaker's
-//   name label included. A line breaks at a phrase boundary where one is near: after a
-//   sentence end, after a comma or colon, before a conjunction or preposition, never right
-//   after an article (./line-breaks.js); a line is at least half full before it breaks early.
+// - Lines hold at most `maxChars` columns (42 by default: a Latin letter takes one, a kanji,
+//   kana or hangul syllable two), a speaker's name label included. A line breaks at a phrase
+//   boundary where one is near: after a sentence end, after a comma or colon, before a
+//   conjunction or preposition, never right after an article; Japanese and Chinese between
+//   any two characters, never before a closing mark (./line-breaks.js); a line is at least
+//   half full before it breaks early.
 // - Roll-up: finals are laid into lines in the order they arrive; new text enters on the last
 //   line and earlier lines move up. Only the last line takes more words, and only words of new
 //   finals: a line that has moved up never changes, except by a person's correction (a final
@@ -32,7 +34,8 @@
 //   reading pace. A live burst (a long final lays a few lines) is held as before.
 
 import {
-  MAX_CHARS, breakScore, chooseBreak, joinedLength, labelLength, newestThatFit, words,
+  MAX_CHARS, breakScore, chooseBreak, joinWords, joinedLength, labelLength, newestThatFit, textWidth,
+  words,
 } from './line-breaks.js';
 
 export const MIN_LINE_MS = 1500;
@@ -347,7 +350,7 @@ export class SubtitleState {
     const open = [...this.drafts.entries()].sort((a, b) => a[0] - b[0]);
     if (open.length === 0) return { text: '', speaker: null };
     return {
-      text: open.map(([, d]) => d.text).join(' '),
+      text: joinWords(open.map(([, d]) => d.text)),
       speaker: open[open.length - 1][1].speaker,
     };
   }
@@ -373,7 +376,7 @@ export class SubtitleState {
       }
     }
     const label = this.#labelFor(speaker);
-    const room = this.maxChars - (label ? [...label].length + 2 : 0);
+    const room = this.maxChars - (label ? textWidth(label) + 2 : 0);
     return { draftText: newestThatFit(tokens, room), draftSpeaker: speaker, inline: false };
   }
 
@@ -400,7 +403,7 @@ export class SubtitleState {
   #present(line, draft) {
     return {
       id: line.id,
-      text: line.words.map((t) => t.w).join(' '),
+      text: joinWords(line.words.map((t) => t.w)),
       draft,
       label: line.label,
       speaker: line.speaker,

@@ -15,6 +15,7 @@
 // animation frame after the DOM change), lines whose text changed after they moved up (other
 // than corrections), and the longest line drawn.
 
+import { joinWords, spaced, textWidth } from './line-breaks.js';
 import { setText } from './set-text.js';
 import { SubtitleState } from './subtitle-state.js';
 import { markLanguage } from './text-direction.js';
@@ -165,7 +166,7 @@ export class SubtitleView {
 
   #measure(lines, now) {
     for (const line of lines) {
-      const length = [...lineText(line)].length;
+      const length = textWidth(lineText(line));
       if (length > this.stats.longestLine) {
         this.stats.longestLine = length;
         this.stats.longestText = lineText(line);
@@ -222,7 +223,7 @@ export function newStats() {
 
 function lineText(line) {
   const words = [line.label ? `${line.label}:` : '', line.text, line.draft].filter(Boolean);
-  return words.join(' ');
+  return joinWords(words);
 }
 
 function createLine() {
@@ -243,7 +244,7 @@ function updateLine(element, line) {
   setText(speaker, line.label || '');
   speaker.hidden = !line.label;
   setText(text, line.text);
-  setText(draft, line.text && line.draft ? ` ${line.draft}` : line.draft);
+  setText(draft, line.text && line.draft && spaced(line.text, line.draft) ? ` ${line.draft}` : line.draft);
   const state = line.text ? 'final' : 'draft';
   if (element.dataset.state !== state) element.dataset.state = state;
   if (line.corrected) {

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.events import Caption, Speaker
+from engine.line_width import width
 from engine.transcript import (
     FORMATS,
     MAX_CUE_LINES,
@@ -279,6 +280,29 @@ def test_a_word_longer_than_a_line_is_cut() -> None:
     assert "".join(lines).replace(" ", "") == f"see{url}now"
 
 
+def test_japanese_cues_fit_by_width_and_break_between_characters() -> None:
+    """A kanji or kana is about as wide as two Latin letters: a line holds 21 of them, not 42
+    (cut every 42 characters, each cue line ran twice the width of a subtitle line, and a
+    space was put between the pieces). No line starts with a closing mark or ends with an
+    opening one, and the text is as said, without spaces added."""
+    said = (
+        "今日は会社の過去一年間の業績と今後の計画についてお話しします。"
+        "まず最初に、財務部長から「昨年の売上」について説明します。"
+    )
+    result = cues([final(0, said, 0, 9, lang="ja")])
+    lines = [line for cue in result for line in cue.lines]
+    assert all(width(line) <= MAX_LINE_CHARS for line in lines), lines
+    assert "".join(lines) == said, lines
+    assert all(line[0] not in "、。」" and line[-1] != "「" for line in lines), lines
+    # Latin words inside keep their spaces to each other, none is added around them.
+    (cue,) = cues([final(1, "会議は Microsoft Teams で行います。", 0, 3, lang="ja")])
+    assert cue.lines == ("会議はMicrosoft Teamsで行います。",)
+    # Korean keeps its spaces.
+    korean = "오늘 회의에 오신 것을 환영합니다. 먼저 지난해 실적에 대해 말씀드리겠습니다."
+    lines = [line for cue in cues([final(2, korean, 0, 5, lang="ko")]) for line in cue.lines]
+    assert " ".join(lines) == korean and all(width(line) <= MAX_LINE_CHARS for line in lines)
+
+
 def test_short_segment_split_still_gives_each_cue_its_minimum() -> None:
     text = "x " * 200
     result = cues([final(0, text, 1.0, 1.01)])
@@ -344,7 +368,7 @@ def check_outputs(finals: list[Caption]) -> None:
     assert "".join(line for c in expected for line in c.lines).replace(" ", "") == expected_text
     for cue in expected:
         assert 1 <= len(cue.lines) <= MAX_CUE_LINES
-        assert all(0 < len(line) <= MAX_LINE_CHARS for line in cue.lines)
+        assert all(0 < len(line) and width(line) <= MAX_LINE_CHARS for line in cue.lines)
 
     subs = parse_srt(render(finals, "srt")[0])
     vtt = parse_vtt(render(finals, "vtt")[0])
