@@ -311,8 +311,9 @@ def background(tmp_path: Path) -> Iterator[Background]:
     stop = asyncio.Event()
 
     async def serve() -> None:
-        # Arabic and Japanese too: scripts written right to left, and without spaces.
-        models = {"en": "fake", "ar": "fake", "ja": "fake"}
+        # Spanish for a panel's second speaker; Arabic and Japanese: scripts written right to
+        # left, and without spaces.
+        models = {"en": "fake", "es": "fake", "ar": "fake", "ja": "fake"}
         async with in_process_server(tmp_path, apertium=True, asr_models=models) as server:
             started.set_result(server)
             await stop.wait()

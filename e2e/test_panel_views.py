@@ -9,8 +9,9 @@ by ``python -m bench panel``.)
 
 from __future__ import annotations
 
+import httpx
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, expect
 
 from e2e.conftest import Background, ConsoleLog, open_page
 
@@ -121,4 +122,43 @@ def test_moderator_adds_a_speaker_and_decides_questions_from_the_floor(
         "() => document.querySelectorAll('#questions-list .question').length === 0",
         timeout=10_000,
     )
+    assert not log.errors, log.errors
+
+
+def test_a_speaker_of_another_language_streams_in_their_own_language(
+    browser: Browser, background: Background
+) -> None:
+    """A panel's Spanish speaker, in an English session, opens their link and presses
+    Start: their console streams in Spanish. It used to ask for the session's language (the
+    page knows only that), so a Spanish speaker was recognised as English."""
+    server = background.server
+    created = background.create(target_languages=["es"])
+    code = created["code"]
+    added = httpx.post(
+        f"{server.url}/api/sessions/{code}/speakers",
+        json={"name": "Ana", "language": "es"},
+        headers={"Authorization": f"Bearer {created['presenter_token']}"},
+        timeout=10,
+    )
+    assert added.status_code == 201, added.text
+    log = ConsoleLog()
+    speaker = open_page(browser, log)
+    speaker.goto(f"{server.url}{added.json()['present_url']}")
+    speaker.wait_for_function(
+        "() => document.getElementById('console').dataset.role === 'speaker'", timeout=10_000
+    )
+    expect(speaker.locator(".lang-badge")).to_have_text("es")
+    speaker.click("#start-button")
+    speaker.wait_for_function(
+        "() => document.querySelector('#captions .caption-source[data-state=final]')",
+        timeout=30_000,
+    )
+    langs = speaker.evaluate(
+        "() => [...document.querySelectorAll('#captions .caption-source')].map((el) => el.lang)"
+    )
+    assert langs and set(langs) == {"es"}, langs
+    facts = httpx.get(f"{server.url}/api/sessions/{code}", timeout=10).json()
+    assert [s["language"] for s in facts["speakers"] if s["live"]] == ["es"], facts
+    speaker.click("#stop-button")
+    speaker.context.close()
     assert not log.errors, log.errors

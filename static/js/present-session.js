@@ -125,6 +125,9 @@ export async function showRole({ code, token, root, questions, onError }) {
       return;
     }
     root.dataset.role = me.role;
+    // A panel's speaker speaks their own language, which the page could not know.
+    const badge = root.querySelector('.lang-badge');
+    if (badge && me.speaker.language) badge.textContent = me.speaker.language;
     if (me.role === 'presenter') questions.start();
     if (me.speaker.live) {
       onError('This session is already live on another device. Stop it there first.');

@@ -42,17 +42,18 @@ function deviceIdOf(track) {
 
 export class Streaming {
   /**
-   * @param {{code: string, token: string|null, language: string, stats: object,
+   * @param {{code: string, token: string|null, stats: object,
    *          settings: import('./present-settings.js').AudioSettings,
    *          status: import('./present-status.js').ConsoleStatus,
    *          onEvent: (event: object) => void}} options
    *   stats: the console's counters (the frames sent, the input rate, the lag are written
-   *   here); onEvent: each event the server sends the presenter.
+   *   here); onEvent: each event the server sends the presenter. The stream is in the
+   *   language of the token's speaker (the presenter's is the session's), as the server knows
+   *   it: the page knows only the session's.
    */
-  constructor({ code, token, language, stats, settings, status, onEvent }) {
+  constructor({ code, token, stats, settings, status, onEvent }) {
     this.code = code;
     this.token = token;
-    this.language = language;
     this.stats = stats;
     this.settings = settings;
     this.status = status;
@@ -276,7 +277,7 @@ export class Streaming {
     link = this.stats.transport === 'webrtc'
       ? new PresenterPeer({ ...options, onClose })
       : new PresenterSocket({
-        ...options, language: this.language, sampleRate: TARGET_RATE, onClose,
+        ...options, sampleRate: TARGET_RATE, onClose,
       });
     return link;
   }

@@ -47,8 +47,9 @@ const token = readPresenterToken(code);
 const stats = newStats();
 window.interpStats = stats;
 
+// What every speaker says, in the language they speak: a panel's speakers may speak others
+// than the session's.
 const captionView = new CaptionView(ui.captions, {
-  lang: language,
   source: true,
   jumpButton: ui.jumpLive,
 });
@@ -123,7 +124,7 @@ function onServerEvent(event) {
 }
 
 const streaming = new Streaming({
-  code, token, language, stats, settings, status, onEvent: onServerEvent,
+  code, token, stats, settings, status, onEvent: onServerEvent,
 });
 const session = new SessionControls({
   code,

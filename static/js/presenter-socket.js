@@ -45,16 +45,18 @@ export function presentSocketUrl(code, location = window.location) {
 
 export class PresenterSocket {
   /**
-   * @param {{code: string, token: string, language: string, sampleRate: number,
+   * @param {{code: string, token: string, language?: string, sampleRate: number,
    *          onEvent: (event: object) => void, onClose: (error: SocketClosedError|null) => void,
    *          pendingLimit?: number}} options
    *   onEvent gets every server event except "ready" and "ended"; onClose gets null after a
    *   normal end (1000 following "ended") and a SocketClosedError otherwise. pendingLimit: how
    *   many frames to hold before "ready" (default 50; keep it under the server's 10 s burst).
+   *   `language` (optional): the language spoken (by default the token's speaker's own).
    *   `finals` (optional): "fast" asks for the quicker final decode (conversation turns).
    */
   constructor({
-    code, token, language, sampleRate, onEvent, onClose, pendingLimit = PENDING_LIMIT, finals = null,
+    code, token, language = null, sampleRate, onEvent, onClose, pendingLimit = PENDING_LIMIT,
+    finals = null,
   }) {
     this.code = code;
     this.token = token;
@@ -95,7 +97,7 @@ export class PresenterSocket {
           token: this.token,
           sample_rate: this.sampleRate,
           encoding: 'pcm_s16le',
-          language: this.language,
+          ...(this.language ? { language: this.language } : {}),
           ...(this.finals ? { finals: this.finals } : {}),
         }));
       });
