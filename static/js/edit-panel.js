@@ -66,7 +66,6 @@ export function mountEditPanel(root, { code, language, token, start = true }) {
     item.dataset.segment = String(segment);
     const text = document.createElement('span');
     text.className = 'edit-text';
-    markLanguage(text, language); // and the field that fixes it, inside
     item.append(text);
     const order = state.order();
     const after = order.slice(order.indexOf(segment) + 1);
@@ -78,7 +77,9 @@ export function mountEditPanel(root, { code, language, token, start = true }) {
   function drawLine(segment) {
     const line = state.lines.get(segment);
     const item = lineElement(segment);
-    if (state.editing !== segment) item.querySelector('.edit-text').textContent = line.text;
+    const text = item.querySelector('.edit-text');
+    markLanguage(text, line.lang); // its speaker's (a panel's may differ), and the field inside
+    if (state.editing !== segment) text.textContent = line.text;
     item.dataset.rev = String(line.rev);
     item.title = line.rev ? `Corrected (${line.rev})` : '';
   }
