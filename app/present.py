@@ -82,7 +82,12 @@ def parse_start(message: Mapping[str, Any]) -> StartRequest:
     language = data.get("language")
     if language is not None and not isinstance(language, str):
         raise ProtocolViolation(1003, f"unknown language {language!r}")
-    return StartRequest(token=token, sample_rate=rate, language=language, finals=finals)
+    since = data.get("since", 0)
+    if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+        raise ProtocolViolation(1003, "since must be a non-negative integer")
+    return StartRequest(
+        token=token, sample_rate=rate, language=language, finals=finals, since=since
+    )
 
 
 async def _forward(websocket: WebSocket, presentation: Presentation) -> None:

@@ -141,7 +141,7 @@ async def _answer_presenter(
     await _negotiate(pc, offer, tracks)
     try:
         presentation = await presenting.start(
-            session, StartRequest(token=offer.token, sample_rate=INGEST_RATE)
+            session, StartRequest(token=offer.token, sample_rate=INGEST_RATE, since=offer.since)
         )
     except Refused:
         await close_connection(pc)

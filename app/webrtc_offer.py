@@ -23,6 +23,8 @@ class Offer:
     role: str
     token: str | None
     lang: str | None
+    since: int = 0
+    """A presenter's: the newest event seq its console holds (backfilled from after it)."""
 
 
 def parse_offer(data: dict[str, Any]) -> Offer:
@@ -41,7 +43,10 @@ def parse_offer(data: dict[str, Any]) -> Offer:
         raise OfferError(400, "token must be a string")
     if lang is not None and not isinstance(lang, str):
         raise OfferError(400, "lang must be a language code")
-    return Offer(text, role, token, lang)
+    since = data.get("since", 0)
+    if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+        raise OfferError(400, "since must be a non-negative integer")
+    return Offer(text, role, token, lang, since)
 
 
 def audio_directions(text: str) -> list[str]:

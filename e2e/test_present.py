@@ -280,12 +280,20 @@ def test_a_console_whose_connection_drops_goes_on_by_itself(
     the whole octave; the presenter pressed nothing."""
     created = create_session(live_server, title="Venue Wi-Fi")
     connections: list[WebSocketRoute] = []
+    starts: list[dict[str, Any]] = []  # the start messages of the later connections
 
     def drop_the_first(ws: WebSocketRoute) -> None:
         server = ws.connect_to_server()
         connections.append(ws)
         if len(connections) > 1:
-            return  # later connections pass through untouched
+
+            def record(message: str | bytes) -> None:
+                if isinstance(message, str) and '"start"' in message:
+                    starts.append(json.loads(message))
+                server.send(message)
+
+            ws.on_message(record)  # passed through, the start message noted
+            return
 
         forwarded = [0]
 
@@ -318,6 +326,10 @@ def test_a_console_whose_connection_drops_goes_on_by_itself(
     # "already live"): the console waits a little longer and tries again.
     assert 2 <= len(connections) <= 4
     assert stats(page)["reconnects"] == 1
+    # The console asked only for what it had missed: every final reached it once.
+    held = int(page.evaluate("() => window.interpStats.captions.final"))
+    assert starts and all(start.get("since", 0) > 0 for start in starts), starts
+    assert page.locator("#captions .caption[data-state=final]").count() == held
     said = transcript(live_server, created["code"])
     wer = jiwer.wer(normalise(fake_audio.reference), normalise(said))
     assert wer < MAX_WER, f"WER {wer:.3f} >= {MAX_WER}: {normalise(said)!r}"

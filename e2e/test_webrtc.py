@@ -226,6 +226,9 @@ def test_a_webrtc_console_whose_path_dies_without_closing_goes_on_by_itself(
         assert page.evaluate("() => window.__channels.length") == 2
         said = finish_the_octave(page, live_server, created["code"], fake_audio, started)
         assert stats(page)["reconnects"] == 1
+        # Its new offer asked only for what it had missed: every final reached it once.
+        held = stats(page)["captions"]["final"]
+        assert page.locator("#captions .caption[data-state=final]").count() == held
         # "sunken" is said 25 s into the octave, after the console connected again.
         assert "sunken" in normalise(said), said
         assert console_log.errors == [], f"console errors: {console_log.errors}"

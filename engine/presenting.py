@@ -49,6 +49,9 @@ class StartRequest:
     finals: FinalsMode = "careful"
     """``"fast"``: finals decode in the short window (a conversation turn, where someone
     waits for each final)."""
+    since: int = 0
+    """The newest event ``seq`` the console already holds: its view of the session is
+    backfilled from after it (a reconnect, or a Start after Stop, takes only what it missed)."""
 
 
 def check_credentials(session: Session, token: str | None) -> None:
@@ -192,7 +195,7 @@ class Presenting:
             self.limits,
             fast_finals=request.finals == "fast",
         )
-        events = self._hub.subscribe(session.code, frozenset(), 0, counted=False)
+        events = self._hub.subscribe(session.code, frozenset(), request.since, counted=False)
         stream.start()
         presentation = Presentation(session, stream, events, self._hub, LagReports())
         try:

@@ -58,6 +58,7 @@ export class Streaming {
     this.settings = settings;
     this.status = status;
     this.onEvent = onEvent;
+    this.lastSeq = 0; // the newest event the console holds: a new link asks only for later ones
     this.capture = null;
     this.link = null; // the PresenterSocket or PresenterPeer while one is open or opening
     this.held = []; // frames captured while reconnecting, the newest HELD_FRAMES
@@ -271,7 +272,11 @@ export class Streaming {
 
   /** A new transport of the chosen kind, its close reported to onClose. */
   newLink() {
-    const options = { code: this.code, token: this.token, onEvent: this.onEvent };
+    const onEvent = (event) => {
+      if (Number.isInteger(event.seq) && event.seq > this.lastSeq) this.lastSeq = event.seq;
+      this.onEvent(event);
+    };
+    const options = { code: this.code, token: this.token, since: this.lastSeq, onEvent };
     let link = null;
     const onClose = (error) => this.onClose(error, link);
     link = this.stats.transport === 'webrtc'

@@ -52,12 +52,15 @@ export class PresenterSocket {
    *   normal end (1000 following "ended") and a SocketClosedError otherwise. pendingLimit: how
    *   many frames to hold before "ready" (default 50; keep it under the server's 10 s burst).
    *   `language` (optional): the language spoken (by default the token's speaker's own).
+   *   `since` (optional): the newest event seq the caller holds (the server sends only later
+   *   ones: a reconnect does not take the whole session again).
    *   `finals` (optional): "fast" asks for the quicker final decode (conversation turns).
    */
   constructor({
     code, token, language = null, sampleRate, onEvent, onClose, pendingLimit = PENDING_LIMIT,
-    finals = null,
+    finals = null, since = 0,
   }) {
+    this.since = since;
     this.code = code;
     this.token = token;
     this.language = language;
@@ -98,6 +101,7 @@ export class PresenterSocket {
           sample_rate: this.sampleRate,
           encoding: 'pcm_s16le',
           ...(this.language ? { language: this.language } : {}),
+          ...(this.since > 0 ? { since: this.since } : {}),
           ...(this.finals ? { finals: this.finals } : {}),
         }));
       });

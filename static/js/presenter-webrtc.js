@@ -44,13 +44,15 @@ function gathered(pc) {
 
 export class PresenterPeer {
   /**
-   * @param {{code: string, token: string, onEvent: (event: object) => void,
+   * @param {{code: string, token: string, since?: number, onEvent: (event: object) => void,
    *          onClose: (error: SocketClosedError|null) => void}} options
    *   onClose gets null after a normal end ("ended" after stop) and an error otherwise.
+   *   since: the newest event seq the caller holds (only later ones are sent).
    */
-  constructor({ code, token, onEvent, onClose }) {
+  constructor({ code, token, since = 0, onEvent, onClose }) {
     this.code = code;
     this.token = token;
+    this.since = since;
     this.onEvent = onEvent;
     this.onClose = onClose;
     this.pc = null;
@@ -97,6 +99,7 @@ export class PresenterPeer {
       headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
       body: JSON.stringify({
         sdp: pc.localDescription.sdp, type: 'offer', role: 'present', token: this.token,
+        ...(this.since > 0 ? { since: this.since } : {}),
       }),
     });
     if (!response.ok) {

@@ -102,6 +102,8 @@ def _start(token: str, **extra: object) -> str:
         ("odd_byte_count", 1003),
         ("frame_too_big", 1009),
         ("unknown_message_type", 1003),
+        ("since_negative", 1003),
+        ("since_not_int", 1003),
     ],
 )
 async def test_bad_input_gets_a_close_code_and_reason(
@@ -125,6 +127,8 @@ async def test_bad_input_gets_a_close_code_and_reason(
         "odd_byte_count": [_start(token), b"\x00" * 3201],
         "frame_too_big": [_start(token), b"\x00" * (200 * 1024)],
         "unknown_message_type": [_start(token), json.dumps({"type": "dance"})],
+        "since_negative": [_start(token, since=-1)],
+        "since_not_int": [_start(token, since="12")],
     }
     code, reason = await _close_of(url, messages[name])
     assert code == expected_code, (code, reason)
@@ -228,3 +232,35 @@ async def test_a_ping_is_answered_with_a_pong(server: ServerProcess) -> None:
         kinds = [json.loads(m)["type"] async for m in ws]
         assert kinds[-1] == "ended" and "pong" not in kinds
         assert ws.close_code == 1000
+
+
+async def test_a_start_with_since_takes_only_the_events_after_it(server: ServerProcess) -> None:
+    """The console says the newest event it holds when it opens its stream again (a
+    reconnect, or Start after Stop): the server backfills only what came after, not every
+    final of the session (three hours in, 3000 of them)."""
+    session = create_session(server.url)
+    pcm, rate = read_wav(SONNET)
+    first = await stream_recording(server.url, pcm[: rate * 2 * 12], rate, session=session)
+    finals = first.finals()
+    assert len(finals) >= 2, first.events
+    middle = int(finals[0]["seq"])  # type: ignore[call-overload]
+    url = server.url.replace("http://", "ws://") + f"/ws/present/{session['code']}"
+
+    async def backfill(**extra: object) -> list[dict[str, object]]:
+        async with websockets.connect(url) as ws:
+            await ws.send(_start(session["presenter_token"], **extra))
+            assert json.loads(await ws.recv())["type"] == "ready"
+            await ws.send(json.dumps({"type": "stop"}))
+            return [json.loads(m) async for m in ws]
+
+    def final_seqs(events: list[dict[str, object]]) -> list[int]:
+        return [
+            int(e["seq"])  # type: ignore[call-overload]
+            for e in events
+            if e.get("type") == "caption" and e.get("state") == "final"
+        ]
+
+    everything = [int(f["seq"]) for f in finals]  # type: ignore[call-overload]
+    assert final_seqs(await backfill()) == everything
+    assert final_seqs(await backfill(since=middle)) == everything[1:]
+    assert final_seqs(await backfill(since=everything[-1])) == []

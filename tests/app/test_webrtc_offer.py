@@ -26,6 +26,7 @@ def test_a_well_formed_offer_is_read_whole() -> None:
     assert parse_offer(GOOD) == Offer(GOOD["sdp"], "listen", None, None)
     body = {**GOOD, "sdp": "\r\n" + GOOD["sdp"], "role": "present", "token": "t", "lang": "es"}
     assert parse_offer(body) == Offer(body["sdp"], "present", "t", "es")
+    assert parse_offer({**body, "since": 42}) == Offer(body["sdp"], "present", "t", "es", 42)
 
 
 @pytest.mark.parametrize(
@@ -39,6 +40,9 @@ def test_a_well_formed_offer_is_read_whole() -> None:
         ({"role": None}, 'role must be "present" or "listen"'),
         ({"token": 7}, "token must be a string"),
         ({"lang": ["en"]}, "lang must be a language code"),
+        ({"since": -1}, "since must be a non-negative integer"),
+        ({"since": "3"}, "since must be a non-negative integer"),
+        ({"since": True}, "since must be a non-negative integer"),
     ],
 )
 def test_a_malformed_offer_is_a_400_naming_the_field(change: dict[str, Any], message: str) -> None:
