@@ -26,6 +26,12 @@ def parse(text: str | bytes) -> object:
     return value
 
 
+def is_seq(value: object) -> bool:
+    """Whether a parsed ``value`` is an event ``seq`` (a ``since``): an integer of at least 0,
+    not a boolean (``true`` is an ``int`` to Python)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _encodable(value: object) -> bool:
     """Whether every string in ``value`` (keys too) encodes as UTF-8; a loop, not
     recursion, since ``value`` may nest as deep as the decoder allows."""

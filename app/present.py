@@ -83,7 +83,7 @@ def parse_start(message: Mapping[str, Any]) -> StartRequest:
     if language is not None and not isinstance(language, str):
         raise ProtocolViolation(1003, f"unknown language {language!r}")
     since = data.get("since", 0)
-    if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+    if not json_text.is_seq(since):
         raise ProtocolViolation(1003, "since must be a non-negative integer")
     return StartRequest(
         token=token, sample_rate=rate, language=language, finals=finals, since=since

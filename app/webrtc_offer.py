@@ -9,6 +9,8 @@ from typing import Any
 
 from aiortc import sdp
 
+from app import json_text
+
 
 class OfferError(Exception):
     def __init__(self, status: int, message: str) -> None:
@@ -44,7 +46,7 @@ def parse_offer(data: dict[str, Any]) -> Offer:
     if lang is not None and not isinstance(lang, str):
         raise OfferError(400, "lang must be a language code")
     since = data.get("since", 0)
-    if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+    if not json_text.is_seq(since):
         raise OfferError(400, "since must be a non-negative integer")
     return Offer(text, role, token, lang, since)
 

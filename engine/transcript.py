@@ -284,8 +284,8 @@ def _wrap(words: list[str]) -> list[str]:
     for word in words:
         if not current:
             current = word
-        elif line_width.width(line_width.join([current, word])) <= MAX_LINE_CHARS:
-            current = line_width.join([current, word])
+        elif line_width.width(joined := line_width.join([current, word])) <= MAX_LINE_CHARS:
+            current = joined
         else:
             lines.append(current)
             current = word

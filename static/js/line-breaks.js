@@ -116,14 +116,19 @@ function splitUnspaced(piece) {
   return pieces;
 }
 
-/** Cut `word` into pieces of at most `maxChars` columns. */
+/** Cut `word` into pieces of at most `maxChars` columns (most words fit whole). */
 function cut(word, maxChars) {
+  if (word.length <= maxChars / 2 || textWidth(word) <= maxChars) return [word];
   const pieces = [''];
+  let width = 0; // of the last piece
   for (const char of word) {
-    if (pieces[pieces.length - 1] && textWidth(pieces[pieces.length - 1] + char) > maxChars) {
+    const wide = textWidth(char);
+    if (width > 0 && width + wide > maxChars) {
       pieces.push('');
+      width = 0;
     }
     pieces[pieces.length - 1] += char;
+    width += wide;
   }
   return pieces;
 }

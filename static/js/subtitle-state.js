@@ -8,8 +8,8 @@
 //   kana or hangul syllable two), a speaker's name label included. A line breaks at a phrase
 //   boundary where one is near: after a sentence end, after a comma or colon, before a
 //   conjunction or preposition, never right after an article; Japanese and Chinese between
-//   any two characters, never before a closing mark (./line-breaks.js); a line is at least
-//   half full before it breaks early.
+//   words, never before a closing mark (./line-breaks.js); a line is at least half full
+//   before it breaks early.
 // - Roll-up: finals are laid into lines in the order they arrive; new text enters on the last
 //   line and earlier lines move up. Only the last line takes more words, and only words of new
 //   finals: a line that has moved up never changes, except by a person's correction (a final
